@@ -1,0 +1,66 @@
+"""The interface every implicitly integrated model implements, and the model state.
+
+A model is an ``equinox.Module`` holding its parameters as array leaves (differentiable) and its
+configuration as static fields. It exposes a *dynamics residual* ``r(q, v, a, t, aux)`` whose zero
+is the equation of motion (for a rod with lumped masses ``r = M a - F(q, v, t)``), which boundary
+conditions are fixed, and how its non-differentiable reference data ``aux`` (e.g. DER reference
+frames) is initialised and carried from step to step. Everything else (time schemes, Newton,
+the time loop) is generic and lives in :mod:`jaxrod.timestepping`, :mod:`jaxrod.solvers` and
+:mod:`jaxrod.simulate`.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+
+
+class State(eqx.Module):
+    """Model state at one instant.
+
+    Attributes:
+        q: generalised coordinates (model-specific shape, e.g. ``(N, 4)`` for DER).
+        v: generalised velocities, same shape as ``q``.
+        aux: model-specific reference data carried between steps (pytree).
+    """
+
+    q: jax.Array
+    v: jax.Array
+    aux: object
+
+
+class AbstractImplicitModel(eqx.Module):
+    """Interface used by :func:`jaxrod.simulate.simulate` and :func:`jaxrod.simulate.solve_static`."""
+
+    def residual(self, q, v, a, t, aux):
+        """Dynamics residual, same shape as ``q``; zero on the equations of motion."""
+        raise NotImplementedError
+
+    def fixed_mask(self):
+        """Boolean array shaped like ``q``: True for DOFs prescribed by boundary conditions."""
+        raise NotImplementedError
+
+    def prescribed(self, t):
+        """Values of the prescribed DOFs at time ``t`` [s] (array shaped like ``q``)."""
+        raise NotImplementedError
+
+    def init_aux(self, q):
+        """Reference data for configuration ``q`` at the start of a run."""
+        raise NotImplementedError
+
+    def update_aux(self, q, aux):
+        """Reference data after a step has converged at ``q``."""
+        raise NotImplementedError
+
+    def default_linear_solver(self):
+        """The :class:`~jaxrod.solvers.jacobian.AbstractJacobianSolver` suited to this model."""
+        raise NotImplementedError
+
+    def initial_state(self):
+        """:class:`State` the model starts from (its reference configuration, at rest)."""
+        raise NotImplementedError
+
+    def observe(self, q, v, aux):
+        """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain
+        ``positions`` ``(N, 3)`` [m]; may contain ``frames`` ``(N-1, 3, 3)`` and ``twist``."""
+        raise NotImplementedError

@@ -1,0 +1,365 @@
+"""The one time-integration entry point (:func:`simulate`), static equilibrium
+(:func:`solve_static`), single implicit steps (:func:`implicit_step`) and the :class:`Trajectory`.
+
+The time loop is a ``jax.lax.scan`` over steps (nested: an outer scan over saved frames, an inner
+one over the steps between saves); each step is one Newton solve of the scheme's residual, so the
+whole run is one compiled XLA program that ``jax.vmap`` batches and ``jax.grad`` differentiates
+(the Newton solves by the implicit function theorem, the time loop by reverse-mode through scan).
+
+Failures never raise inside the compiled program: every step records ``converged``, iterations and
+residual; :func:`simulate` then raises :class:`ConvergenceError` naming the first failed step
+(``throw=True``) or hands the statistics back (``throw=False``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time as _time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .models.base import AbstractImplicitModel, State
+from .solvers.newton import NewtonSolver, newton_solve
+from .timestepping import AbstractScheme, ImplicitMidpoint
+
+
+class ConvergenceError(RuntimeError):
+    """A Newton solve inside a simulation or static solve did not converge."""
+
+
+class SolverStats(eqx.Module):
+    """Per-step Newton statistics, each of shape ``(n_steps,)``."""
+
+    converged: jax.Array
+    iterations: jax.Array
+    residual_norm: jax.Array
+    error_estimate: jax.Array
+
+    def first_failure(self):
+        """Index of the first non-converged step, or ``None`` (host-side helper)."""
+        bad = np.flatnonzero(~np.asarray(self.converged).reshape(-1))
+        return int(bad[0]) if bad.size else None
+
+
+class Trajectory(eqx.Module):
+    """Result of :func:`simulate`.
+
+    Attributes:
+        times: ``(T,)`` saved times [s] (the initial state included).
+        positions: ``(T, N, 3)`` centerline node positions [m].
+        frames: ``(T, N-1, 3, 3)`` material frames (rows ``m1, m2, t``) or ``None``.
+        twist: ``(T, N-1)`` edge twist angles [rad] or ``None``.
+        q, v: ``(T, ...)`` generalised coordinates and velocities.
+        stats: :class:`SolverStats` for every step.
+        final: :class:`~jaxrod.models.base.State` after the last step (for restarts).
+        dt: time step [s].
+    """
+
+    times: jax.Array
+    positions: jax.Array
+    frames: jax.Array | None
+    twist: jax.Array | None
+    q: jax.Array
+    v: jax.Array
+    stats: SolverStats
+    final: State
+    dt: jax.Array
+
+    @property
+    def tip(self):
+        """``(T, 3)`` position of the last node [m]."""
+        return self.positions[..., -1, :]
+
+
+def _with_model_solver(model, solver: NewtonSolver) -> NewtonSolver:
+    if solver.linear_solver is None:
+        return eqx.tree_at(
+            lambda s: s.linear_solver, solver, model.default_linear_solver(), is_leaf=lambda x: x is None
+        )
+    return solver
+
+
+def implicit_step(model: AbstractImplicitModel, scheme: AbstractScheme, solver: NewtonSolver, hist, aux, t, dt):
+    """Advance one step of size ``dt`` [s] from time ``t`` [s].
+
+    Returns ``(hist, aux, NewtonResult)``; the unknown of the Newton solve is ``q_{n+1}``, with
+    prescribed DOFs substituted so that their Jacobian rows are the identity.
+    """
+    solver = _with_model_solver(model, solver)
+    fixed = model.fixed_mask()
+    qb = model.prescribed(t + dt)
+
+    def residual(q_next, _):
+        q_sub = jnp.where(fixed, qb, q_next)
+        qs, vs, acc, c = scheme.stage(q_sub, hist, dt)
+        r = model.residual(qs, vs, acc, t + c * dt, aux)
+        return jnp.where(fixed, q_next - qb, r)
+
+    guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
+    result = newton_solve(residual, guess, None, solver)
+    q1 = jnp.where(fixed, qb, result.value)
+    return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result
+
+
+def _initial_acceleration(model, q, v, aux, t, solver):
+    fixed = model.fixed_mask()
+
+    def residual(a, _):
+        return jnp.where(fixed, a, model.residual(q, v, a, t, aux))
+
+    return newton_solve(residual, jnp.zeros_like(q), None, solver).value
+
+
+def _run(model, scheme, solver, state, t0, dt, n_saves, save_every, n_active):
+    """Compiled core: ``n_saves`` saved frames, ``save_every`` steps each; saves with index
+    ``>= n_active`` are skipped (so chunked runs compile once)."""
+    solver = _with_model_solver(model, solver)
+    a0 = (
+        _initial_acceleration(model, state.q, state.v, state.aux, t0, solver)
+        if scheme.needs_acceleration
+        else jnp.zeros_like(state.q)
+    )
+    hist0 = scheme.init(state.q, state.v, a0, dt)
+    return _run_from_hist(model, scheme, solver, hist0, state.aux, t0, dt, n_saves, save_every, n_active)
+
+
+def _run_from_hist(model, scheme, solver, hist0, aux0, t0, dt, n_saves, save_every, n_active):
+    def one_step(carry, k):
+        hist, aux, t = carry
+        hist, aux, res = implicit_step(model, scheme, solver, hist, aux, t, dt)
+        stats = (res.converged, res.iterations.astype(jnp.int32), res.residual_norm, res.error_estimate)
+        return (hist, aux, t + dt), stats
+
+    def one_save(carry, i):
+        def active(c):
+            return jax.lax.scan(one_step, c, jnp.arange(save_every))
+
+        def idle(c):
+            dummy = (
+                jnp.ones(save_every, bool),
+                jnp.zeros(save_every, jnp.int32),
+                jnp.zeros(save_every),
+                jnp.zeros(save_every),
+            )
+            return c, dummy
+
+        carry, stats = jax.lax.cond(i < n_active, active, idle, carry)
+        hist, aux, t = carry
+        q, v = scheme.current(hist)
+        return carry, ((t, q, v, model.observe(q, v, aux)), stats)
+
+    carry0 = (hist0, aux0, jnp.asarray(t0, dtype=jnp.result_type(float)))
+    carry, (outs, stats) = jax.lax.scan(one_save, carry0, jnp.arange(n_saves))
+    return carry, outs, stats
+
+
+_run_jit = eqx.filter_jit(_run)
+_run_from_hist_jit = eqx.filter_jit(_run_from_hist)
+
+
+def _f(x):
+    # floats passed to filter_jit as arrays, so a new dt or start time does not recompile
+    return jnp.asarray(x, dtype=jnp.result_type(float))
+
+
+def _is_traced(tree):
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _check_positive(name, value):
+    if isinstance(value, jax.core.Tracer):
+        return
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+
+
+def simulate(
+    model: AbstractImplicitModel,
+    *,
+    dt,
+    n_steps: int | None = None,
+    duration: float | None = None,
+    state0: State | None = None,
+    t0: float = 0.0,
+    scheme: AbstractScheme = ImplicitMidpoint(),
+    solver: NewtonSolver = NewtonSolver(linear_solver=None),
+    save_every: int = 1,
+    throw: bool = True,
+    progress: bool | int = False,
+) -> Trajectory:
+    """Integrate ``model`` in time with an implicit scheme.
+
+    Args:
+        model: an :class:`~jaxrod.models.base.AbstractImplicitModel` (e.g. a DER rod model).
+        dt: time step [s], > 0.
+        n_steps: number of steps; or give ``duration`` [s] (rounded to a whole number of steps).
+        state0: initial :class:`State`; default ``model.initial_state()``.
+        t0: initial time [s].
+        scheme: time scheme (default implicit midpoint).
+        solver: Newton configuration; ``linear_solver=None`` picks the model's structured solver.
+        save_every: save one frame every this many steps (must divide ``n_steps``).
+        throw: raise :class:`ConvergenceError` at the first non-converged step (after the run);
+            with ``False`` the per-step statistics are returned in ``Trajectory.stats``.
+        progress: print progress lines while running (``True`` for ~20 lines or an int count).
+            Runs in chunks that reuse one compiled program.
+
+    Returns:
+        :class:`Trajectory` with ``n_steps // save_every + 1`` saved frames.
+
+    Works under ``jax.jit``/``jax.vmap``/``jax.grad`` (then ``throw`` uses ``eqx.error_if`` and
+    ``progress`` is ignored).
+    """
+    _check_positive("dt", dt)
+    if n_steps is None:
+        if duration is None:
+            raise ValueError("give either n_steps or duration")
+        _check_positive("duration", duration)
+        n_steps = int(round(float(duration) / float(dt)))
+    if int(n_steps) < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    n_steps = int(n_steps)
+    if save_every < 1 or n_steps % save_every:
+        raise ValueError(f"save_every must be >= 1 and divide n_steps={n_steps}, got {save_every}")
+    state = model.initial_state() if state0 is None else state0
+    n_saves = n_steps // save_every
+    traced = _is_traced((model, state, dt, t0))
+
+    if not progress or traced:
+        carry, outs, stats = _run_jit(
+            model, scheme, solver, state, _f(t0), _f(dt), n_saves, save_every, jnp.asarray(n_saves)
+        )
+    else:
+        n_lines = 20 if progress is True else max(1, int(progress))
+        chunk = max(1, math.ceil(n_saves / n_lines))
+        solver_m = _with_model_solver(model, solver)
+        a0 = (
+            _initial_acceleration(model, state.q, state.v, state.aux, t0, solver_m)
+            if scheme.needs_acceleration
+            else jnp.zeros_like(state.q)
+        )
+        hist, aux, t = scheme.init(state.q, state.v, a0, dt), state.aux, t0
+        pieces, stat_pieces = [], []
+        start = _time.perf_counter()
+        done = 0
+        while done < n_saves:
+            n_act = min(chunk, n_saves - done)
+            (hist, aux, t), outs_c, stats_c = _run_from_hist_jit(
+                model, scheme, solver_m, hist, aux, _f(t), _f(dt), chunk, save_every, jnp.asarray(n_act)
+            )
+            jax.block_until_ready(outs_c)
+            pieces.append(jax.tree_util.tree_map(lambda x: x[:n_act], outs_c))
+            stat_pieces.append(jax.tree_util.tree_map(lambda x: x[:n_act], stats_c))
+            done += n_act
+            its = np.asarray(stats_c[1][:n_act])
+            ok = bool(np.all(np.asarray(stats_c[0][:n_act])))
+            print(
+                f"  step {done * save_every:>8d}/{n_steps}  t = {float(t):9.4f} s  "
+                f"Newton its/step {its.mean():5.2f}  {'ok' if ok else 'NOT CONVERGED'}  "
+                f"wall {_time.perf_counter() - start:7.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        outs = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
+        stats = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *stat_pieces)
+        carry = (hist, aux, t)
+
+    hist_f, aux_f, _ = carry
+    times, qs, vs, obs = outs
+    obs0 = model.observe(state.q, state.v, state.aux)
+    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])  # noqa: E731
+    conv, its, rn, err = (s.reshape(-1) for s in stats)
+    traj = Trajectory(
+        times=cat(jnp.asarray(t0, dtype=times.dtype), times),
+        positions=cat(obs0["positions"], obs["positions"]),
+        frames=cat(obs0["frames"], obs["frames"]) if "frames" in obs else None,
+        twist=cat(obs0["twist"], obs["twist"]) if "twist" in obs else None,
+        q=cat(state.q, qs),
+        v=cat(state.v, vs),
+        stats=SolverStats(conv, its, rn, err),
+        final=State(*scheme.current(hist_f), aux_f),
+        dt=jnp.asarray(dt),
+    )
+    if throw:
+        if traced or _is_traced(traj.stats.converged):
+            traj = eqx.error_if(
+                traj, ~jnp.all(traj.stats.converged),
+                "a Newton solve did not converge during simulate(); rerun with throw=False and "
+                "inspect Trajectory.stats (first_failure()) for the step",
+            )
+        else:
+            k = traj.stats.first_failure()
+            if k is not None:
+                raise ConvergenceError(
+                    f"Newton did not converge at step {k} (t = {t0 + (k + 1) * float(dt):.6g} s): "
+                    f"residual max-norm {float(traj.stats.residual_norm[k]):.3e}, scaled error "
+                    f"estimate {float(traj.stats.error_estimate[k]):.3e} after "
+                    f"{int(traj.stats.iterations[k])} iterations. Try a smaller dt, more "
+                    f"max_steps, or looser tolerances; pass throw=False to get the trajectory anyway."
+                )
+    return traj
+
+
+def solve_static(
+    model: AbstractImplicitModel,
+    *,
+    state0: State | None = None,
+    t: float = 0.0,
+    solver: NewtonSolver = NewtonSolver(linear_solver=None, max_steps=100),
+    load_steps: int = 1,
+    throw: bool = True,
+):
+    """Static equilibrium ``r(q, 0, 0, t) = 0`` (zero velocity and acceleration).
+
+    Loads are applied in ``load_steps`` equal increments (continuation), each solved by Newton
+    from the previous one; the model's ``with_load_factor(s)`` scales its external loads.
+    Gradients with respect to model parameters come from the implicit function theorem.
+
+    Returns:
+        ``(State, NewtonResult)`` of the last increment.
+    """
+    if int(load_steps) < 1:
+        raise ValueError(f"load_steps must be >= 1, got {load_steps}")
+    state = model.initial_state() if state0 is None else state0
+    solver = _with_model_solver(model, solver)
+    result, q = _static_jit(model, state, t, solver, int(load_steps))
+    if throw:
+        if _is_traced(result.converged):
+            q = eqx.error_if(q, ~result.converged, "static equilibrium solve did not converge")
+        elif not bool(result.converged):
+            raise ConvergenceError(
+                f"static equilibrium did not converge: residual max-norm {float(result.residual_norm):.3e}, "
+                f"scaled error {float(result.error_estimate):.3e} after {int(result.iterations)} "
+                f"iterations; try load_steps > {load_steps}"
+            )
+    return State(q, jnp.zeros_like(q), model.update_aux(q, state.aux)), result
+
+
+def _static(model, state, t, solver, load_steps):
+    fixed = model.fixed_mask()
+    qb = model.prescribed(t)
+    zeros = jnp.zeros_like(state.q)
+
+    def increment(q, s):
+        m = model.with_load_factor(s) if load_steps > 1 else model
+
+        def residual(qn, _):
+            q_sub = jnp.where(fixed, qb, qn)
+            r = m.residual(q_sub, zeros, zeros, t, state.aux)
+            return jnp.where(fixed, qn - qb, r)
+
+        res = newton_solve(residual, q, None, solver)
+        return jnp.where(fixed, qb, res.value), res
+
+    factors = jnp.arange(1, load_steps + 1) / load_steps
+    q, results = jax.lax.scan(increment, jnp.where(fixed, qb, state.q), factors)
+    last = jax.tree_util.tree_map(lambda x: x[-1], results)
+    ok = jnp.all(results.converged)
+    return eqx.tree_at(lambda r: r.converged, last, ok), q
+
+
+_static_jit = eqx.filter_jit(_static)

@@ -8,11 +8,14 @@ backtracking line search, and the derivative of the solution with respect to ``a
 iterations are never differentiated. Forward and reverse mode both work because the tangent solve
 is a ``jax.lax.custom_linear_solve`` with an explicit transposed solve.
 
-Convergence: after each Newton update ``x1 = x + alpha dx`` the solver estimates the remaining
-error with one extra *chord* solve ``J(x)^{-1} F(x1)`` (reusing the factorisation, so it costs a
-back-substitution, not a Jacobian) and stops when every component satisfies
-``|err_i| <= atol + rtol |x1_i|``. For a nearly linear step (a small-amplitude vibration, say)
-this stops after a single Jacobian. Non-finite residuals stop the loop with ``converged=False``.
+Convergence: after each update ``x1 = x + alpha dx`` the solver computes the *simplified Newton
+correction* ``J^{-1} F(x1)`` with the factorisation already in hand (a back-substitution, not a
+Jacobian) and stops when every component satisfies ``|corr_i| <= atol + rtol |x1_i|``. The same
+correction drives the line search (Deuflhard's affine-invariant monotonicity test) and, with
+``reuse_jacobian=True``, becomes the next step itself (a chord step) as long as it contracts by
+at least ``max_contraction``; a fresh Jacobian is built only when it does not. A factorisation can
+be handed in from a previous solve (time steps), so slowly changing problems need few Jacobians.
+Non-finite values stop the loop with ``converged=False``.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ class NewtonSolver(eqx.Module):
         rtol: relative tolerance on the estimated error of each unknown.
         atol: absolute tolerance on the estimated error of each unknown (units of the unknowns,
             e.g. metres and radians for a DER rod).
-        max_steps: maximum number of Newton iterations (Jacobian evaluations).
-        linear_solver: how the Jacobian is built and factorised (dense or banded).
+        max_steps: maximum number of Newton/chord iterations.
+        linear_solver: how the Jacobian is built and factorised (dense or banded); ``None`` lets
+            :func:`jaxrod.simulate.simulate` pick the model's structured solver.
         max_backtracks: maximum number of step halvings in the line search.
-        armijo: sufficient-decrease constant of the line search on ``|F|^2``.
+        reuse_jacobian: take chord steps with an old factorisation while they contract.
+        max_contraction: a chord step must shrink the correction at least by this factor,
+            otherwise a new Jacobian is built.
     """
 
     rtol: float = 1e-9
@@ -43,7 +49,8 @@ class NewtonSolver(eqx.Module):
     max_steps: int = eqx.field(static=True, default=50)
     linear_solver: AbstractJacobianSolver = DenseJacobianSolver()
     max_backtracks: int = eqx.field(static=True, default=12)
-    armijo: float = 1e-4
+    reuse_jacobian: bool = eqx.field(static=True, default=False)
+    max_contraction: float = 0.3
 
     def __check_init__(self):
         if self.max_steps < 1:
@@ -52,6 +59,9 @@ class NewtonSolver(eqx.Module):
             value = getattr(self, name)
             if isinstance(value, (int, float)) and not (value >= 0):
                 raise ValueError(f"NewtonSolver.{name} must be >= 0, got {value}")
+        mc = self.max_contraction
+        if isinstance(mc, (int, float)) and not (0 < mc < 1):
+            raise ValueError(f"NewtonSolver.max_contraction must be in (0, 1), got {mc}")
 
 
 class NewtonResult(eqx.Module):
@@ -60,86 +70,119 @@ class NewtonResult(eqx.Module):
     Attributes:
         value: the solution, same pytree structure as ``x0``.
         converged: bool scalar, True when the tolerance was met with finite values.
-        iterations: int scalar, number of Jacobian evaluations used.
+        iterations: int scalar, number of Newton or chord updates taken.
+        jacobians: int scalar, number of Jacobians built and factorised.
         residual_norm: max-norm of ``fn`` at ``value``.
-        error_estimate: max over unknowns of ``|err_i| / (atol + rtol |x_i|)`` (<= 1 when converged).
+        error_estimate: max over unknowns of ``|corr_i| / (atol + rtol |x_i|)`` (<= 1 when converged).
+        factorization: the last factorisation (flat unknowns), for reuse by a following solve.
     """
 
     value: object
     converged: jax.Array
     iterations: jax.Array
+    jacobians: jax.Array
     residual_norm: jax.Array
     error_estimate: jax.Array
+    factorization: object = None
+
+
+def _scaled_rms(err, x, solver):
+    return jnp.sqrt(jnp.mean((err / (solver.atol + solver.rtol * jnp.abs(x))) ** 2))
 
 
 def _scaled_max(err, x, solver):
     return jnp.max(jnp.abs(err) / (solver.atol + solver.rtol * jnp.abs(x)))
 
 
-def _newton_loop(f, x0, solver: NewtonSolver):
-    """Damped Newton iteration on flat vectors; returns ``(x, (converged, iterations, |F|, err))``.
+def placeholder_factorization(solver: NewtonSolver, x_flat):
+    """A factorisation with the right structure (of the identity) to start a carried one."""
+    ls = solver.linear_solver
+    return ls.factor(ls.linearize(lambda x: x, x_flat))
 
-    Written so that the residual ``f`` and its linearisation each appear once in the traced
-    program (compile time grows with every copy): each pass of the loop body first line-searches
-    along the previous Newton direction (the very first pass, with ``dx = 0``, just evaluates
-    ``f(x0)``), then checks convergence with a chord solve on the previous factorisation, and only
-    then builds and factorises a new Jacobian.
+
+def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0):
+    """Damped Newton/chord iteration on flat vectors.
+
+    Returns ``(x, (converged, iterations, jacobians, |F|_inf, err, fac))``. Written so that the
+    residual ``f`` and its linearisation each appear once in the traced program (compile time
+    grows with every copy): each pass first line-searches along the current direction (the first
+    pass, with ``dx = 0``, just evaluates ``f(x0)``), then tests convergence with the simplified
+    Newton correction, then picks the next direction (chord or fresh Jacobian).
     """
     ls = solver.linear_solver
     dtype = x0.dtype
-    fac0 = ls.factor(ls.linearize(lambda x: x, x0))  # placeholder with the right structure
 
     def cond(state):
-        return (~state["done"]) & (state["it"] <= solver.max_steps)
+        return ~state["done"]
 
     def body(state):
-        x, dx, r, first = state["x"], state["dx"], state["r"], state["it"] == 0
-        phi0 = jnp.sum(r * r)
+        x, dx, fac, have_fac = state["x"], state["dx"], state["fac"], state["have_fac"]
+        first = state["it"] == 0
+        dx_norm = _scaled_rms(dx, x, solver)
 
+        # Affine-invariant monotonicity test (Deuflhard): accept the step when the simplified
+        # Newton correction J^{-1} F(x1) is smaller than the step that led there. A test on |F|
+        # instead rejects good steps whenever stiff terms dominate the residual (stretching in a
+        # rod under bending) and then crawls.
         def ls_cond(c):
-            alpha, _, r1, k = c
-            phi1 = jnp.sum(r1 * r1)
-            ok = first | (jnp.isfinite(phi1) & (phi1 <= (1.0 - 2.0 * solver.armijo * alpha) * phi0))
+            alpha, _, _, err, k = c
+            e_norm = _scaled_rms(err, x, solver)
+            ok = first | (jnp.isfinite(e_norm) & (e_norm <= (1.0 - 0.25 * alpha) * dx_norm))
             return (k == 0) | ((~ok) & (k <= solver.max_backtracks))
 
         def ls_body(c):
-            alpha, _, _, k = c
+            alpha, _, _, _, k = c
             alpha = jnp.where(k == 0, 1.0, 0.5 * alpha)
             x1 = x + alpha * dx
-            return alpha, x1, f(x1), k + 1
+            r1 = f(x1)
+            return alpha, x1, r1, ls.solve(fac, -r1), k + 1
 
-        alpha, x1, r1, _ = jax.lax.while_loop(
-            ls_cond, ls_body, (jnp.asarray(1.0, dtype), x, r, jnp.asarray(0))
+        alpha, x1, r1, err, _ = jax.lax.while_loop(
+            ls_cond, ls_body, (jnp.asarray(1.0, dtype), x, state["r"], dx, jnp.asarray(0))
         )
-        # Chord estimate of the error left in x1, from the factorisation already in hand.
-        err = ls.solve(state["fac"], -r1)
-        scaled = jnp.where(first, jnp.inf, _scaled_max(err, x1, solver))
-        step_scaled = _scaled_max(alpha * dx, x1, solver)
-        finite = jnp.all(jnp.isfinite(r1)) & jnp.all(jnp.isfinite(x1))
-        converged = finite & ~first & ((scaled <= 1.0) | ((alpha == 1.0) & (step_scaled <= 1.0)))
-        done = converged | ~finite | (state["it"] == solver.max_steps)
+        scaled = jnp.where(have_fac, _scaled_max(err, x1, solver), jnp.inf)
+        finite = jnp.all(jnp.isfinite(r1)) & jnp.all(jnp.isfinite(x1)) & jnp.all(jnp.isfinite(err))
+        converged = finite & have_fac & (scaled <= 1.0)
+        done = converged | ~finite | (state["it"] >= solver.max_steps)
 
-        def newton_direction(_):
-            fac = ls.factor(ls.linearize(f, x1))
-            return ls.solve(fac, -r1), fac
+        if solver.reuse_jacobian:
+            contraction = _scaled_rms(err, x1, solver) / jnp.maximum(_scaled_rms(alpha * dx, x1, solver), 1e-300)
+            chord = have_fac & (first | ((alpha == 1.0) & (contraction <= solver.max_contraction)))
+        else:
+            chord = jnp.asarray(False)
 
-        def keep(_):
-            return jnp.zeros_like(dx), state["fac"]
+        def fresh(_):
+            new_fac = ls.factor(ls.linearize(f, x1))
+            return ls.solve(new_fac, -r1), new_fac, jnp.asarray(1)
 
-        dx1, fac = jax.lax.cond(done, keep, newton_direction, None)
-        return dict(x=x1, dx=dx1, r=r1, fac=fac, it=state["it"] + 1, done=done,
-                    converged=converged, err=scaled)
+        def reuse(_):
+            return err, fac, jnp.asarray(0)
+
+        def stop(_):
+            return jnp.zeros_like(dx), fac, jnp.asarray(0)
+
+        branch = jnp.where(done, 0, jnp.where(chord, 1, 2))
+        dx1, fac1, nj = jax.lax.switch(branch, (stop, reuse, fresh), None)
+        return dict(
+            x=x1, dx=dx1, r=r1, fac=fac1, have_fac=have_fac | (nj > 0), it=state["it"] + 1,
+            jac=state["jac"] + nj, done=done, converged=converged, err=scaled,
+        )
 
     init = dict(
-        x=x0, dx=jnp.zeros_like(x0), r=jnp.zeros_like(x0), fac=fac0, it=jnp.asarray(0),
-        done=jnp.asarray(False), converged=jnp.asarray(False), err=jnp.asarray(jnp.inf, dtype),
+        x=x0, dx=jnp.zeros_like(x0), r=jnp.zeros_like(x0), fac=fac0, have_fac=jnp.asarray(have_fac0),
+        it=jnp.asarray(0), jac=jnp.asarray(0), done=jnp.asarray(False), converged=jnp.asarray(False),
+        err=jnp.asarray(jnp.inf, dtype),
     )
     out = jax.lax.while_loop(cond, body, init)
-    # ``it`` counts passes; the first pass only evaluates f(x0), so Jacobians = passes - 1
-    return out["x"], (out["converged"], out["it"] - 1, jnp.max(jnp.abs(out["r"])), out["err"])
+    # the first pass only evaluates f(x0): updates taken = passes - 1
+    return out["x"], (
+        out["converged"], out["it"] - 1, out["jac"], jnp.max(jnp.abs(out["r"])), out["err"], out["fac"]
+    )
 
 
-def newton_solve(fn, x0, args=None, solver: NewtonSolver = NewtonSolver()) -> NewtonResult:
+def newton_solve(
+    fn, x0, args=None, solver: NewtonSolver = NewtonSolver(), *, factorization=None, have_factorization=False
+) -> NewtonResult:
     """Solve ``fn(x, args) = 0`` for ``x`` by Newton's method, differentiably.
 
     Args:
@@ -148,6 +191,9 @@ def newton_solve(fn, x0, args=None, solver: NewtonSolver = NewtonSolver()) -> Ne
         args: parameters (pytree); derivatives of the solution with respect to them, and to any
             array ``fn`` closes over, come from the implicit function theorem.
         solver: :class:`NewtonSolver` configuration.
+        factorization: a factorisation from an earlier solve of a similar system (see
+            ``NewtonResult.factorization``), used for chord steps when ``solver.reuse_jacobian``.
+        have_factorization: bool (may be traced): whether ``factorization`` is valid.
 
     Returns:
         :class:`NewtonResult`. The solver never raises inside ``jit``: check ``converged``.
@@ -159,9 +205,12 @@ def newton_solve(fn, x0, args=None, solver: NewtonSolver = NewtonSolver()) -> Ne
         return r
 
     ls = solver.linear_solver
+    if factorization is None:
+        factorization = placeholder_factorization(solver, flat0)
+        have_factorization = False
 
     def solve(g, guess):
-        return _newton_loop(g, guess, solver)
+        return _newton_loop(g, guess, solver, factorization, have_factorization)
 
     def tangent_solve(g, y):
         fac = ls.factor(ls.linearize(g, y))
@@ -172,8 +221,6 @@ def newton_solve(fn, x0, args=None, solver: NewtonSolver = NewtonSolver()) -> Ne
             transpose_solve=lambda _, b: ls.solve_transpose(fac, b),
         )
 
-    flat, (converged, iterations, rnorm, err) = jax.lax.custom_root(
-        f, flat0, solve, tangent_solve, has_aux=True
-    )
-    aux = jax.lax.stop_gradient((converged, iterations, rnorm, err))
-    return NewtonResult(unravel(flat), *aux)
+    flat, aux = jax.lax.custom_root(f, flat0, solve, tangent_solve, has_aux=True)
+    converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
+    return NewtonResult(unravel(flat), converged, iterations, jacobians, rnorm, err, fac)

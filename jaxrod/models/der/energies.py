@@ -19,9 +19,11 @@ def stretching_energy(kin: Kinematics, rest_lengths, EA):
 
 def bending_energy(kin: Kinematics, natural_curvature, voronoi_interior, EI):
     """``E_b = 1/2 sum_i EI |kappa_i - kappa_bar_i|^2 / V_i`` [J]; ``EI`` [N m^2] scalar or ``(2,)``
-    (one stiffness per material direction)."""
-    dk = kin.kappa - natural_curvature
-    return 0.5 * jnp.sum(jnp.sum(EI * dk**2, axis=-1) / voronoi_interior)
+    (one stiffness per material direction); ``natural_curvature`` ``(N-2, 2)``."""
+    EI = jnp.broadcast_to(EI, (2,))
+    d1 = kin.kappa1 - natural_curvature[:, 0]
+    d2 = kin.kappa2 - natural_curvature[:, 1]
+    return 0.5 * jnp.sum((EI[0] * d1 * d1 + EI[1] * d2 * d2) / voronoi_interior)
 
 
 def twisting_energy(kin: Kinematics, natural_twist, voronoi_interior, GJ):

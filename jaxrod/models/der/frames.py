@@ -138,41 +138,51 @@ class Kinematics(eqx.Module):
     """Everything the energies need at one configuration."""
 
     lengths: jax.Array  # (N-1,)
-    kappa: jax.Array  # (N-2, 2) material curvatures
+    kappa1: jax.Array  # (N-2,) material curvature about m1 (integrated, dimensionless)
+    kappa2: jax.Array  # (N-2,) material curvature about m2
     twist: jax.Array  # (N-2,) tau_i = theta^i - theta^{i-1} + beta_i
     ref_twist: jax.Array  # (N-2,)
+
+
+def _vec(a):
+    return (a[:, 0], a[:, 1], a[:, 2])
 
 
 def kinematics(q, frames: ReferenceFrames) -> Kinematics:
     """Kinematics of DER state ``q`` ``(N, 4)`` (positions and edge twist angles; ``q[-1, 3]`` unused).
 
     The same formulas as the array functions above (time-parallel transport, reference twist,
-    material frames, curvature binormal, material curvatures), in tuple form for speed.
+    material frames, curvature binormal, material curvatures), evaluated stencil by stencil:
+    the 11 DOFs of each interior node are gathered once into an ``(N-2, 11)`` array and
+    everything after that is element-wise on ``(N-2,)`` arrays. Edge quantities are recomputed in
+    both stencils that share an edge; that costs less than slicing (whose derivatives are pads
+    that split XLA kernels): 2.7x faster Hessian-vector products at 200 nodes.
     """
-    x = (q[:, 0], q[:, 1], q[:, 2])
-    theta = q[:-1, 3]
-    e = tuple(xi[1:] - xi[:-1] for xi in x)
-    length = jnp.sqrt(_dot(e, e))
-    t = tuple(ei / length for ei in e)
-    t_old = tuple(frames.tangent[:, k] for k in range(3))
-    d1_old = tuple(frames.d1[:, k] for k in range(3))
-    d1 = _transport(d1_old, t_old, t)
-    d2 = _cross(t, d1)
-    te, tf = _sl(t, slice(None, -1)), _sl(t, slice(1, None))
+    X = jnp.concatenate([q[:-2], q[1:-1], q[2:, :3]], axis=1)  # (N-2, 11)
+    xa, xb, xc = (X[:, 0], X[:, 1], X[:, 2]), (X[:, 4], X[:, 5], X[:, 6]), (X[:, 8], X[:, 9], X[:, 10])
+    tha, thb = X[:, 3], X[:, 7]
+    ea = tuple(b - a for a, b in zip(xa, xb))
+    eb = tuple(c - b for b, c in zip(xb, xc))
+    ta = tuple(e / jnp.sqrt(_dot(ea, ea)) for e in ea)
+    tb = tuple(e / jnp.sqrt(_dot(eb, eb)) for e in eb)
+    t_old, d_old = frames.tangent, frames.d1
+    d1a = _transport(_vec(d_old[:-1]), _vec(t_old[:-1]), ta)
+    d1b = _transport(_vec(d_old[1:]), _vec(t_old[1:]), tb)
+    d2a, d2b = _cross(ta, d1a), _cross(tb, d1b)
     # reference twist: angle from the space-transported d1^{i-1} to d1^i, relative to the old value
-    u = _transport(_sl(d1, slice(None, -1)), te, tf)
-    d1f = _sl(d1, slice(1, None))
-    phi = jnp.arctan2(_dot(_cross(u, d1f), tf), _dot(u, d1f)) - frames.ref_twist
+    u = _transport(d1a, ta, tb)
+    phi = jnp.arctan2(_dot(_cross(u, d1b), tb), _dot(u, d1b)) - frames.ref_twist
     beta = frames.ref_twist + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
-    c, s = jnp.cos(theta), jnp.sin(theta)
-    m1 = _lin(c, d1, s, d2)
-    m2 = _lin(-s, d1, c, d2)
-    chi = 1.0 + _dot(te, tf)
-    kb = tuple(2.0 * ki / chi for ki in _cross(te, tf))
-    k1 = 0.5 * _dot(kb, tuple(a[:-1] + a[1:] for a in m2))
-    k2 = -0.5 * _dot(kb, tuple(a[:-1] + a[1:] for a in m1))
-    tau = theta[1:] - theta[:-1] + beta
-    return Kinematics(length, jnp.stack([k1, k2], axis=-1), tau, beta)
+    ca, sa, cb, sb = jnp.cos(tha), jnp.sin(tha), jnp.cos(thb), jnp.sin(thb)
+    m1 = tuple(a + b for a, b in zip(_lin(ca, d1a, sa, d2a), _lin(cb, d1b, sb, d2b)))
+    m2 = tuple(a + b for a, b in zip(_lin(-sa, d1a, ca, d2a), _lin(-sb, d1b, cb, d2b)))
+    chi = 1.0 + _dot(ta, tb)
+    kb = tuple(2.0 * k / chi for k in _cross(ta, tb))
+    k1 = 0.5 * _dot(kb, m2)
+    k2 = -0.5 * _dot(kb, m1)
+    e = q[1:, :3] - q[:-1, :3]
+    lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
+    return Kinematics(lengths, k1, k2, thb - tha + beta, beta)
 
 
 def update_frames(q, frames: ReferenceFrames) -> ReferenceFrames:

@@ -1,0 +1,281 @@
+"""Command-line interface: ``jaxrod`` (or ``python -m jaxrod``).
+
+Examples::
+
+    jaxrod scenes
+    jaxrod simulate cantilever-a1 --n-nodes 21 --duration 26 --plot a1.png --animate a1.gif
+    jaxrod simulate cantilever-a2 --scheme bdf2 --dt 0.02 --no-progress
+    jaxrod simulate helix-b1 --n-nodes 50 --duration 1
+    jaxrod simulate cantilever-static --n-nodes 41 --plot static.png
+
+``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
+and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
+where the scene has reference values, the measured first-mode frequency and tip amplitude (dynamic
+cantilevers) or tip deflection (static cantilever) against the analytic ones.
+
+Errors (unknown scene, invalid values, a Newton solve that does not converge) print one
+``error: ...`` line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+__all__ = ["main"]
+
+SCHEMES = ("backward_euler", "implicit_midpoint", "bdf2", "trapezoid", "newmark")
+
+
+class CLIError(Exception):
+    """A user error: reported as one ``error:`` line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive_float(name):
+    def conv(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+        return v
+
+    return conv
+
+
+def _int_at_least(name, lo):
+    def conv(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+
+    return conv
+
+
+def _build_parser():
+    p = _Parser(prog="jaxrod", description="Differentiable elastic-rod simulation in JAX.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    sub.add_parser("scenes", help="list the built-in scenes", description="List the built-in scenes.")
+
+    s = sub.add_parser(
+        "simulate",
+        help="run a scene and report accuracy against its reference values",
+        description="Run a built-in scene (see 'jaxrod scenes') and summarise the result.",
+    )
+    s.add_argument("scene", help="scene name, e.g. cantilever-a1")
+    s.add_argument("--n-nodes", type=_int_at_least("--n-nodes", 3), metavar="N",
+                   help="resolution: nodes of a cantilever, helix nodes of a helix scene")
+    s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
+    s.add_argument("--duration", type=_positive_float("--duration"), metavar="T", help="simulated time [s]")
+    s.add_argument("--scheme", choices=SCHEMES, help="time scheme (default: the scene's, implicit midpoint)")
+    s.add_argument("--save-every", type=_int_at_least("--save-every", 1), default=1, metavar="K",
+                   help="save one frame every K steps (must divide the number of steps)")
+    s.add_argument("--load-parameter", type=_positive_float("--load-parameter"), metavar="PL2_EI",
+                   help="cantilever-static only: tip load as P L^2 / EI (default 0.03)")
+    s.add_argument("--plot", metavar="FILE", help="save a summary figure (PNG, PDF, SVG...)")
+    s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
+    s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+def _size_parameter(scene_name: str) -> str:
+    return "n_helix" if scene_name.startswith("helix") else "n_nodes"
+
+
+def _make_scene(args):
+    from . import scenes
+
+    if args.scene not in scenes.SCENES:
+        raise CLIError(f"unknown scene {args.scene!r}; available: {', '.join(scenes.SCENES)}")
+    overrides = {}
+    if args.n_nodes is not None:
+        overrides[_size_parameter(args.scene)] = args.n_nodes
+    static_name = args.scene == "cantilever-static"
+    if args.load_parameter is not None:
+        if not static_name:
+            raise CLIError("--load-parameter applies to cantilever-static only")
+        overrides["load_parameter"] = args.load_parameter
+    if not static_name:
+        for key in ("dt", "duration"):
+            if getattr(args, key) is not None:
+                overrides[key] = getattr(args, key)
+    return scenes.get_scene(args.scene, **overrides)
+
+
+def _n_nodes(model):
+    rod = getattr(model, "rod", None)
+    if rod is not None:
+        return rod.n_nodes
+    return model.initial_state().q.shape[0]
+
+
+def _fmt_vec(v):
+    return "(" + ", ".join(f"{float(x):+.6f}" for x in v) + ")"
+
+
+def _cmd_scenes(out):
+    from . import scenes
+
+    width = max(len(n) for n in scenes.SCENES)
+    for name in scenes.SCENES:
+        sc = scenes.get_scene(name)
+        kind = "static" if sc.static else f"dt = {sc.dt:g} s, T = {sc.duration:g} s"
+        print(f"{name:<{width}}  {sc.description}  [{kind}]", file=out)
+    return 0
+
+
+def _cmd_simulate(args, out, err):
+    import numpy as np
+
+    from . import analysis
+    from .simulate import simulate, solve_static
+    from .timestepping import scheme_from_name
+
+    scene = _make_scene(args)
+    model = scene.model
+    n = _n_nodes(model)
+    print(f"scene     {scene.name}: {scene.description}", file=out)
+
+    if scene.static:
+        if args.animate:
+            raise CLIError(f"--animate needs a dynamic scene; {scene.name} is static")
+        ignored = [f"--{k.replace('_', '-')}" for k in ("dt", "duration", "scheme") if getattr(args, k) is not None]
+        if args.save_every != 1:
+            ignored.append("--save-every")
+        if ignored:
+            print(f"note: {', '.join(ignored)} ignored for a static scene", file=err)
+        print(f"nodes     {n}", file=out)
+        print(f"solve     static equilibrium, {scene.load_steps} load step(s)", file=out, flush=True)
+        t0 = time.perf_counter()
+        state, res = solve_static(model, load_steps=scene.load_steps)
+        q = np.asarray(state.q)
+        wall = time.perf_counter() - t0
+        q0 = np.asarray(model.initial_state().q)
+        tip, tip0 = q[-1, :3], q0[-1, :3]
+        print(f"wall time {wall:.2f} s (compile + run)", file=out)
+        print(f"Newton    {int(res.iterations)} iterations (last load step), residual {float(res.residual_norm):.2e}",
+              file=out)
+        print(f"final tip position [m]  {_fmt_vec(tip)}", file=out)
+        deflection = float(tip0[2] - tip[2])
+        ref = scene.reference.get("tip_deflection_small_m")
+        if ref is not None:
+            span = float(np.max(np.linalg.norm(q0[:, :3] - q0[0, :3], axis=1)))
+            if ref <= 0.05 * span:
+                err_rel = analysis.relative_error(deflection, ref)
+                print(f"tip deflection  {deflection:.6e} m  (P L^3/3EI = {ref:.6e} m, rel. error {100 * err_rel:+.3f}%)",
+                      file=out)
+            else:
+                print(f"tip deflection  {deflection:.6e} m  (large deflection: the linear value "
+                      f"P L^3/3EI = {ref:.4e} m does not apply)", file=out)
+        else:
+            print(f"tip deflection  {deflection:.6e} m", file=out)
+        if args.plot:
+            from .plot import plot_static
+
+            plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3])
+            print(f"plot      {args.plot}", file=out)
+        return 0
+
+    scheme = scheme_from_name(args.scheme) if args.scheme else scene.scheme
+    dt, duration = float(scene.dt), float(scene.duration)
+    n_steps = int(round(duration / dt))
+    if n_steps < 1:
+        raise CLIError(f"duration {duration:g} s is shorter than one step of dt = {dt:g} s")
+    if n_steps % args.save_every:
+        raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
+    print(f"nodes     {n}", file=out)
+    print(f"time      dt = {dt:g} s, duration = {n_steps * dt:g} s, {n_steps} steps, "
+          f"scheme {type(scheme).__name__}, saving every {args.save_every}", file=out, flush=True)
+
+    t0 = time.perf_counter()
+    traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
+                    progress=not args.no_progress)
+    times = np.asarray(traj.times)
+    tip_all = np.asarray(traj.tip)
+    wall = time.perf_counter() - t0
+    its = np.asarray(traj.stats.iterations)
+    print(f"wall time {wall:.2f} s (compile + run)", file=out)
+    print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
+          f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
+    print(f"final tip position [m]  {_fmt_vec(tip_all[-1])}  at t = {times[-1]:g} s", file=out)
+
+    uz = tip_all[:, 2] - tip_all[0, 2]
+    ref = scene.reference
+    if "omega_rad_s" in ref:
+        omega_ref = float(ref["omega_rad_s"])
+        omega = analysis.oscillation_frequency(times, uz, direction="up")
+        if math.isfinite(omega):
+            e = analysis.relative_error(omega, omega_ref)
+            print(f"first-mode frequency  {omega:.6f} rad/s  (Euler-Bernoulli {omega_ref:.6f} rad/s, "
+                  f"rel. error {100 * e:+.3f}%)", file=out)
+        else:
+            print(f"first-mode frequency  n/a: fewer than two upward zero crossings of the tip z-displacement; "
+                  f"simulate longer than one period ({2 * math.pi / omega_ref:.4g} s)", file=out)
+        if "tip_amplitude_m" in ref:
+            amp, amp_ref = analysis.oscillation_amplitude(uz), float(ref["tip_amplitude_m"])
+            e = analysis.relative_error(amp, amp_ref)
+            print(f"tip amplitude         {amp:.6e} m  (reference {amp_ref:.6e} m, rel. error {100 * e:+.3f}%)",
+                  file=out)
+    else:
+        mean = float(np.mean(uz))
+        amp = analysis.oscillation_amplitude(uz)
+        period = analysis.oscillation_period(times, uz, level=mean, direction="up")
+        ptxt = f"{period:.4g} s" if math.isfinite(period) else "n/a (record shorter than a period)"
+        print(f"tip z-displacement    mean {mean:+.4e} m, half range {amp:.4e} m, period about the mean {ptxt}",
+              file=out)
+
+    if args.plot:
+        from .plot import plot_trajectory
+
+        plot_trajectory(traj, args.plot, title=scene.description)
+        print(f"plot      {args.plot}", file=out)
+    if args.animate:
+        from .plot import animate_trajectory
+
+        animate_trajectory(traj, args.animate, title=scene.name)
+        print(f"animation {args.animate}", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``jaxrod`` command; returns the exit status (0 success, 2 error)."""
+    out, err = sys.stdout, sys.stderr
+    parser = _build_parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # --help
+            return int(e.code or 0)
+        if args.command == "scenes":
+            return _cmd_scenes(out)
+        return _cmd_simulate(args, out, err)
+    except CLIError as e:
+        print(f"error: {e}", file=err)
+        return 2
+    except Exception as e:  # user-facing errors from the library
+        from .simulate import ConvergenceError
+
+        if isinstance(e, (ValueError, ConvergenceError, OSError)):
+            msg = " ".join(str(e).split()) or type(e).__name__
+            print(f"error: {msg}", file=err)
+            return 2
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

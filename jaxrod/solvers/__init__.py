@@ -1,0 +1,37 @@
+"""Solvers: structured Jacobians and the linear algebra behind implicit time steps.
+
+* :mod:`jaxrod.solvers.linear`: block-tridiagonal storage, O(n) block LU factor and solves.
+* :mod:`jaxrod.solvers.jacobian`: Jacobian strategies (dense, banded by column colouring).
+* :mod:`jaxrod.solvers.newton`: damped Newton/chord iteration with implicit differentiation.
+"""
+
+from jaxrod.solvers.jacobian import (
+    AbstractJacobianSolver,
+    BandedJacobianSolver,
+    DenseJacobianSolver,
+    DenseLU,
+)
+from jaxrod.solvers.linear import (
+    BlockTridiagonal,
+    BlockTridiagonalFactorization,
+    block_tridiagonal_factor,
+    block_tridiagonal_solve,
+    block_tridiagonal_solve_transpose,
+)
+
+from jaxrod.solvers.newton import NewtonResult, NewtonSolver, newton_solve  # noqa: E402
+
+__all__ = [
+    "NewtonResult",
+    "NewtonSolver",
+    "newton_solve",
+    "AbstractJacobianSolver",
+    "BandedJacobianSolver",
+    "DenseJacobianSolver",
+    "DenseLU",
+    "BlockTridiagonal",
+    "BlockTridiagonalFactorization",
+    "block_tridiagonal_factor",
+    "block_tridiagonal_solve",
+    "block_tridiagonal_solve_transpose",
+]

@@ -210,7 +210,10 @@ def newton_solve(
         have_factorization = False
 
     def solve(g, guess):
-        return _newton_loop(g, guess, solver, factorization, have_factorization)
+        x, (conv, it, jac, rnorm, err, fac) = _newton_loop(g, guess, solver, factorization, have_factorization)
+        # custom_root builds int/bool tangents for integer aux outputs (rejected by JAX): pass floats
+        dt = x.dtype
+        return x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac)
 
     def tangent_solve(g, y):
         fac = ls.factor(ls.linearize(g, y))
@@ -223,4 +226,6 @@ def newton_solve(
 
     flat, aux = jax.lax.custom_root(f, flat0, solve, tangent_solve, has_aux=True)
     converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
-    return NewtonResult(unravel(flat), converged, iterations, jacobians, rnorm, err, fac)
+    return NewtonResult(
+        unravel(flat), converged > 0.5, iterations.astype(jnp.int32), jacobians.astype(jnp.int32), rnorm, err, fac
+    )

@@ -49,5 +49,5 @@ def check_shape(name: str, value, shape: tuple) -> None:
     """``shape`` may contain ``None`` for 'any size'."""
     got = np.shape(value)
     if len(got) != len(shape) or any(s is not None and g != s for g, s in zip(got, shape)):
-        want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        want = str(tuple("any" if s is None else s for s in shape)).replace("'", "")
         raise ValueError(f"{name} must have shape {want}, got {got}")

@@ -53,12 +53,7 @@ class DERRod(eqx.Module):
         check_positive("shear_modulus", self.shear_modulus, "Pa")
         check_positive("density", self.density, "kg/m^3")
         check_positive("radius", self.radius, "m")
-        if not is_traced(pos):
-            lengths = np.linalg.norm(np.diff(np.asarray(pos), axis=0), axis=1)
-            if np.any(lengths <= 1e-12):
-                raise ValueError(
-                    f"rest_positions has zero-length edges at indices {np.flatnonzero(lengths <= 1e-12)[:5].tolist()}"
-                )
+        _check_edges(pos)
 
     # ---- derived quantities (cheap; recomputed inside jit) -------------------------------
     @property
@@ -143,6 +138,7 @@ class DERRod(eqx.Module):
         if pts.shape[0] < 3:
             raise ValueError(f"a DER rod needs at least 3 nodes (n_nodes >= 3), got {pts.shape[0]}")
         check_finite("points", pts)
+        _check_edges(pts)
         check_positive("youngs_modulus", youngs_modulus, "Pa")
         if shear_modulus is None:
             check_range("poisson_ratio", poisson_ratio, -1.0, 0.5, lo_open=True)
@@ -210,6 +206,21 @@ class DERRod(eqx.Module):
         pts = helix_points(int(n_nodes), helix_radius, pitch, contour_length, handedness)
         pts = pts - pts[0] + np.asarray(start, dtype=float)
         return cls.from_polyline(pts, **material)
+
+
+def _check_edges(pos):
+    if is_traced(pos):
+        return
+    lengths = np.linalg.norm(np.diff(np.asarray(pos), axis=0), axis=1)
+    if np.any(lengths <= 1e-12):
+        raise ValueError(
+            f"rod points have zero-length edges at indices {np.flatnonzero(lengths <= 1e-12)[:5].tolist()} "
+            "(consecutive nodes must differ)"
+        )
+    t = np.diff(np.asarray(pos), axis=0) / lengths[:, None]
+    back = np.flatnonzero(np.sum(t[:-1] * t[1:], axis=1) < -1 + 1e-9)
+    if back.size:
+        raise ValueError(f"rod points fold back on themselves (180 degree turn) at nodes {(back + 1)[:5].tolist()}")
 
 
 def helix_points(n_nodes, helix_radius, pitch, contour_length, handedness=1):

@@ -1,0 +1,140 @@
+"""The ``jaxrod`` command line, run in-process through :func:`jaxrod.cli.main` (one small dynamic
+run and one static solve, each compiled once per module) plus one ``python -m jaxrod`` subprocess."""
+
+import contextlib
+import inspect
+import io
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+import jaxrod
+from jaxrod import scenes
+from jaxrod.cli import main
+
+
+def run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _number(pattern, text):
+    m = re.search(pattern, text)
+    assert m, f"pattern {pattern!r} not found in output:\n{text}"
+    return float(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def a1_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    png, gif = d / "a.png", d / "a.gif"
+    argv = ["simulate", "cantilever-a1", "--n-nodes", "21", "--duration", "13", "--dt", "0.5",
+            "--plot", str(png), "--animate", str(gif), "--no-progress"]
+    rc, out, err = run_cli(argv)
+    return rc, out, err, png, gif
+
+
+def test_simulate_dynamic_cantilever(a1_run):
+    rc, out, err, png, gif = a1_run
+    assert rc == 0, err
+    assert "cantilever-a1" in out and "26 steps" in out
+    assert "step " not in err  # --no-progress
+    # first-mode frequency within 2 % of Euler-Bernoulli, printed as a signed percentage
+    freq_err = _number(r"first-mode frequency.*rel\. error\s*([-+0-9.eE]+)%", out)
+    assert abs(freq_err) < 2.0
+    # the measured frequency itself, against an independent Euler-Bernoulli value
+    E, h, rho, L = 1e5, 0.02, 500.0, 1.0
+    omega_eb = 1.8751040687119611**2 * math.sqrt(E * math.pi * h**4 / 4 / (rho * math.pi * h**2 * L**4))
+    omega = _number(r"first-mode frequency\s+([0-9.eE+-]+) rad/s", out)
+    assert omega == pytest.approx(omega_eb, rel=0.02)
+    amp_err = _number(r"tip amplitude.*rel\. error\s*([-+0-9.eE]+)%", out)
+    assert abs(amp_err) < 2.0
+    assert _number(r"Newton\s+([0-9.]+) iterations/step", out) >= 1.0
+
+
+def test_simulate_writes_valid_png_and_gif(a1_run):
+    rc, _, _, png, gif = a1_run
+    assert rc == 0
+    with Image.open(png) as im:
+        assert im.format == "PNG"
+        assert im.size[0] > 300 and im.size[1] > 200
+    with Image.open(gif) as im:
+        assert im.format == "GIF"
+        assert getattr(im, "n_frames", 1) == 27  # 26 steps + the initial frame, all <= max_frames
+
+
+def test_simulate_static_cantilever_matches_beam_theory(tmp_path):
+    png = tmp_path / "s.png"
+    rc, out, err = run_cli(["simulate", "cantilever-static", "--n-nodes", "21", "--plot", str(png)])
+    assert rc == 0, err
+    # P L^3 / 3EI from the scene builder's own parameters (not from scene.reference)
+    p = {k: v.default for k, v in inspect.signature(scenes.cantilever_static).parameters.items()}
+    EI = p["youngs_modulus"] * math.pi * p["radius"] ** 4 / 4
+    P = p["load_parameter"] * EI / p["length"] ** 2
+    delta = P * p["length"] ** 3 / (3 * EI)
+    measured = _number(r"tip deflection\s+([0-9.eE+-]+) m", out)
+    assert measured == pytest.approx(delta, rel=0.02)
+    assert abs(_number(r"tip deflection.*rel\. error\s*([-+0-9.eE]+)%", out)) < 2.0
+    with Image.open(png) as im:
+        assert im.format == "PNG"
+
+
+def _assert_one_line_error(rc, err, *fragments):
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for f in fragments:
+        assert f in lines[0]
+
+
+def test_unknown_scene():
+    rc, out, err = run_cli(["simulate", "no-such-scene"])
+    _assert_one_line_error(rc, err, "no-such-scene", "cantilever-a1")
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["simulate", "cantilever-a1", "--dt", "0"], "--dt"),
+        (["simulate", "cantilever-a1", "--duration", "-1"], "--duration"),
+        (["simulate", "cantilever-a1", "--dt", "nan"], "--dt"),
+        (["simulate", "cantilever-a1", "--n-nodes", "2"], "--n-nodes"),
+        (["simulate", "cantilever-a1", "--scheme", "euler"], "--scheme"),
+        (["simulate", "cantilever-a1", "--n-nodes", "5", "--duration", "1", "--save-every", "3"], "--save-every"),
+        (["simulate", "cantilever-static", "--n-nodes", "5", "--animate", "x.gif"], "static"),
+        ([], "COMMAND"),
+    ],
+)
+def test_bad_values_exit_2(argv, fragment):
+    rc, _, err = run_cli(argv)
+    _assert_one_line_error(rc, err, fragment)
+
+
+def test_convergence_error_is_reported_not_raised(monkeypatch):
+    sim_module = sys.modules["jaxrod.simulate"]
+
+    def failing(*args, **kwargs):
+        raise jaxrod.ConvergenceError("static equilibrium did not converge:\n residual 1e3")
+
+    monkeypatch.setattr(sim_module, "solve_static", failing)
+    rc, _, err = run_cli(["simulate", "cantilever-static", "--n-nodes", "5"])
+    _assert_one_line_error(rc, err, "did not converge")
+
+
+def test_python_m_jaxrod_scenes():
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxrod", "scenes"], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in scenes.SCENES:
+        assert name in proc.stdout
+    assert len(proc.stdout.strip().splitlines()) == len(scenes.SCENES)

@@ -55,19 +55,25 @@ class BackwardEuler(AbstractScheme):
     """Backward (implicit) Euler: ``v_{n+1} = (q_{n+1} - q_n)/dt``, ``a = (v_{n+1} - v_n)/dt``.
 
     First order and L-stable: damps oscillations numerically (DisMech's default for demos).
+    The history keeps the last acceleration only for the Newton predictor.
     """
 
     def init(self, q0, v0, a0, dt):
-        return (q0, v0)
+        return (q0, v0, a0)
 
     def stage(self, q_next, hist, dt):
-        q, v = hist
+        q, v, _ = hist
         v1 = (q_next - q) / dt
         return q_next, v1, (v1 - v) / dt, 1.0
 
     def advance(self, q_next, hist, dt):
-        q, _ = hist
-        return (q_next, (q_next - q) / dt)
+        q, v, _ = hist
+        v1 = (q_next - q) / dt
+        return (q_next, v1, (v1 - v) / dt)
+
+    def predict(self, hist, dt):
+        q, v, a = hist
+        return q + dt * v + dt * dt * a
 
 
 class ImplicitMidpoint(AbstractScheme):
@@ -75,19 +81,25 @@ class ImplicitMidpoint(AbstractScheme):
 
     Second order and symplectic: no numerical damping of oscillations (DisMech's validation
     scheme; algebraically identical to its half-step backward Euler plus extrapolation).
+    The history keeps the last acceleration only for the Newton predictor.
     """
 
     def init(self, q0, v0, a0, dt):
-        return (q0, v0)
+        return (q0, v0, a0)
 
     def stage(self, q_next, hist, dt):
-        q, v = hist
+        q, v, _ = hist
         v1 = 2.0 * (q_next - q) / dt - v
         return 0.5 * (q + q_next), 0.5 * (v + v1), (v1 - v) / dt, 0.5
 
     def advance(self, q_next, hist, dt):
-        q, v = hist
-        return (q_next, 2.0 * (q_next - q) / dt - v)
+        q, v, _ = hist
+        v1 = 2.0 * (q_next - q) / dt - v
+        return (q_next, v1, (v1 - v) / dt)
+
+    def predict(self, hist, dt):
+        q, v, a = hist
+        return q + dt * v + 0.5 * dt * dt * a
 
 
 class BDFAlpha(AbstractScheme):

@@ -52,7 +52,7 @@ class NewtonSolver(eqx.Module):
     linear_solver: AbstractJacobianSolver = DenseJacobianSolver()
     max_backtracks: int = eqx.field(static=True, default=12)
     reuse_jacobian: bool = eqx.field(static=True, default=False)
-    max_contraction: float = 0.3
+    max_contraction: float = 0.6
     free_steps: int = eqx.field(static=True, default=0)
 
     def __check_init__(self):

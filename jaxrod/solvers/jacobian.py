@@ -48,8 +48,13 @@ class AbstractJacobianSolver(eqx.Module):
     """Strategy for "build the Jacobian of ``f`` at ``x``, factor it, solve with it"."""
 
     @abc.abstractmethod
-    def linearize(self, f, x):
-        """Operator holding ``J = df/dx (x)``; ``f: (n,) -> (n,)``, ``x: (n,)``."""
+    def linearize(self, f, x, *, linear: bool = False):
+        """Operator holding ``J = df/dx (x)``; ``f: (n,) -> (n,)``, ``x: (n,)``.
+
+        ``linear=True`` declares ``f`` linear (e.g. an already linearised residual inside an
+        implicit-differentiation solve): columns are then ``f(seed)`` directly, without the
+        forward-mode pass that would also recompute ``f(x)``.
+        """
 
     @abc.abstractmethod
     def factor(self, op):
@@ -86,7 +91,9 @@ class DenseJacobianSolver(AbstractJacobianSolver):
     The operator is the ``(n, n)`` Jacobian array; the factorisation a :class:`DenseLU`.
     """
 
-    def linearize(self, f, x):
+    def linearize(self, f, x, *, linear: bool = False):
+        if linear:
+            return jax.vmap(f, out_axes=1)(jnp.eye(x.shape[-1], dtype=x.dtype))
         return jax.jacfwd(f)(x)
 
     def factor(self, op):
@@ -171,13 +178,17 @@ class BandedJacobianSolver(AbstractJacobianSolver):
         m = self.block_size if self.block_size is not None else max(self.lower, self.upper, 1)
         return max(1, min(m, n))
 
-    def linearize(self, f, x) -> BlockTridiagonal:
-        """``(n,) -> BlockTridiagonal`` using ``min(lower + upper + 1, n)`` JVPs (one ``vmap``)."""
+    def linearize(self, f, x, *, linear: bool = False) -> BlockTridiagonal:
+        """``(n,) -> BlockTridiagonal`` using ``min(lower + upper + 1, n)`` JVPs (one ``vmap``);
+        ``linear=True``: ``f`` is linear and is applied to the seeds directly."""
         n = x.shape[-1]
         m = self._block_size(n)
         c, idx, pad_eye = _band_gather_indices(n, self.lower, self.upper, m)
         seeds = jnp.asarray(np.arange(n)[None, :] % c == np.arange(c)[:, None], x.dtype)
-        compressed = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
+        if linear:
+            compressed = jax.vmap(f)(seeds)  # (c, n)
+        else:
+            compressed = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
         flat = jnp.concatenate([compressed.reshape(-1), jnp.zeros((1,), compressed.dtype)])
         blocks = flat[idx]
         return BlockTridiagonal(

@@ -42,6 +42,8 @@ class NewtonSolver(eqx.Module):
         reuse_jacobian: take chord steps with an old factorisation while they contract.
         max_contraction: a chord step must shrink the correction at least by this factor,
             otherwise a new Jacobian is built.
+        chord_budget: ... and the chord iteration must be predicted to converge within this
+            many further steps at the observed contraction rate.
         free_steps: number of initial updates taken as full steps (only non-finite values make
             them backtrack) before the monotonicity test is enforced.
     """
@@ -52,7 +54,8 @@ class NewtonSolver(eqx.Module):
     linear_solver: AbstractJacobianSolver = DenseJacobianSolver()
     max_backtracks: int = eqx.field(static=True, default=12)
     reuse_jacobian: bool = eqx.field(static=True, default=False)
-    max_contraction: float = 0.6
+    max_contraction: float = 0.9
+    chord_budget: float = 12.0
     free_steps: int = eqx.field(static=True, default=0)
 
     def __check_init__(self):
@@ -157,7 +160,13 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0):
 
         if solver.reuse_jacobian:
             contraction = _scaled_rms(err, x1, solver) / jnp.maximum(_scaled_rms(alpha * dx, x1, solver), 1e-300)
-            chord = have_fac & (first | ((alpha == 1.0) & (contraction <= solver.max_contraction)))
+            # chord while it contracts and is predicted to converge within `chord_budget` more
+            # steps: a chord step costs a residual and a back-substitution, a Jacobian ~15 of them
+            remaining = jnp.log(jnp.maximum(scaled, 1.0)) / -jnp.log(jnp.minimum(contraction, 0.999))
+            chord = have_fac & (
+                first
+                | ((alpha == 1.0) & (contraction <= solver.max_contraction) & (remaining <= solver.chord_budget))
+            )
         else:
             chord = jnp.asarray(False)
 
@@ -226,7 +235,7 @@ def newton_solve(
         return x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac)
 
     def tangent_solve(g, y):
-        fac = ls.factor(ls.linearize(g, y))
+        fac = ls.factor(ls.linearize(g, y, linear=True))
         return jax.lax.custom_linear_solve(
             g,
             y,

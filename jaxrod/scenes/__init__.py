@@ -151,8 +151,13 @@ def helix(
 ) -> Scene:
     """DisMech's oscillating helix under gravity (Table II b1: E = 10 MPa, h = 5 mm, T = 10 s,
     dt 6 ms; b2: E = 1 GPa, h = 1 mm, T = 2 s, dt 3 ms); rho = 1273.52 kg/m^3, helix radius 2 cm,
-    pitch 5 cm, contour 0.5 m, top clamped, gravity -9.8 z. ``damping`` [N s/m^2] optional."""
-    params = {"b1": (1e7, 0.005, 10.0, 6e-3, 7.30), "b2": (1e9, 0.001, 2.0, 3e-3, 3.18)}
+    pitch 5 cm, contour 0.5 m, top clamped, gravity -9.8 z. ``damping`` [N s/m^2] optional.
+
+    Default time step 3 ms for both: with implicit midpoint at DisMech's 6 ms, b1's Newton
+    solves stop converging at t ~ 8.9 s (the axial modes, omega dt ~ 150, are far from resolved
+    and the midpoint rule does not damp them); ``reference['dismech_dt_s']`` keeps the paper's."""
+    params = {"b1": (1e7, 0.005, 10.0, 3e-3, 7.30), "b2": (1e9, 0.001, 2.0, 3e-3, 3.18)}
+    dismech_dt = {"b1": 6e-3, "b2": 3e-3}[case]
     if case not in params:
         raise ValueError(f"unknown helix case {case!r}; choose 'b1' or 'b2'")
     E, h, T, dt0, t_dismech = params[case]
@@ -166,7 +171,7 @@ def helix(
         model,
         dt=dt0 if dt is None else dt,
         duration=T if duration is None else duration,
-        reference={"dismech_time_s": t_dismech, "dismech_dt_s": dt0},
+        reference={"dismech_time_s": t_dismech, "dismech_dt_s": dismech_dt},
     )
 
 

@@ -40,6 +40,9 @@ class NewtonSolver(eqx.Module):
             :func:`jaxrod.simulate.simulate` pick the model's structured solver.
         max_backtracks: maximum number of step halvings in the line search.
         reuse_jacobian: take chord steps with an old factorisation while they contract.
+            Under ``jax.vmap`` the choice "chord step or fresh Jacobian" becomes a ``select`` that
+            evaluates both branches, so batched runs are faster with ``reuse_jacobian=False``
+            (measured: 8 ms vs 4 ms per rod-step, 51-node cantilever, CPU).
         max_contraction: a chord step must shrink the correction at least by this factor,
             otherwise a new Jacobian is built.
         chord_budget: ... and the chord iteration must be predicted to converge within this

@@ -121,16 +121,21 @@ def _initial_acceleration(model, q, v, aux, t, solver):
     return newton_solve(residual, jnp.zeros_like(q), None, solver).value
 
 
-def _run(model, scheme, solver, state, t0, dt, n_saves, save_every, n_active):
-    """Compiled core: ``n_saves`` saved frames, ``save_every`` steps each; saves with index
-    ``>= n_active`` are skipped (so chunked runs compile once)."""
-    solver = _with_model_solver(model, solver)
+def _initial_history(model, scheme, solver, state, t0, dt):
+    """Scheme history at ``t0``; solves for the initial acceleration only if the scheme needs it."""
     a0 = (
         _initial_acceleration(model, state.q, state.v, state.aux, t0, solver)
         if scheme.needs_acceleration
         else jnp.zeros_like(state.q)
     )
-    hist0 = scheme.init(state.q, state.v, a0, dt)
+    return scheme.init(state.q, state.v, a0, dt)
+
+
+def _run(model, scheme, solver, state, t0, dt, n_saves, save_every, n_active):
+    """Compiled core: ``n_saves`` saved frames, ``save_every`` steps each; saves with index
+    ``>= n_active`` are skipped (so chunked runs compile once)."""
+    solver = _with_model_solver(model, solver)
+    hist0 = _initial_history(model, scheme, solver, state, t0, dt)
     return _run_from_hist(model, scheme, solver, hist0, state.aux, t0, dt, n_saves, save_every, n_active)
 
 
@@ -257,12 +262,7 @@ def simulate(
         n_lines = 20 if progress is True else max(1, int(progress))
         chunk = max(1, math.ceil(n_saves / n_lines))
         solver_m = _with_model_solver(model, solver)
-        a0 = (
-            _initial_acceleration(model, state.q, state.v, state.aux, t0, solver_m)
-            if scheme.needs_acceleration
-            else jnp.zeros_like(state.q)
-        )
-        hist, aux, t = scheme.init(state.q, state.v, a0, dt), state.aux, t0
+        hist, aux, t = _initial_history(model, scheme, solver_m, state, t0, dt), state.aux, t0
         pieces, stat_pieces = [], []
         start = _time.perf_counter()
         done = 0

@@ -19,8 +19,9 @@ So one Newton machinery serves every scheme, and a new scheme is a small Module.
 
 from __future__ import annotations
 
+import abc
+
 import equinox as eqx
-import jax.numpy as jnp
 
 
 class AbstractScheme(eqx.Module):
@@ -29,17 +30,17 @@ class AbstractScheme(eqx.Module):
     #: True when the scheme needs the initial acceleration (the caller then solves for it).
     needs_acceleration = False
 
+    @abc.abstractmethod
     def init(self, q0, v0, a0, dt):
         """History at ``t0`` from position, velocity and acceleration (pytrees of equal structure)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stage(self, q_next, hist, dt):
         """``(q*, v*, a*, c)``: where the residual is evaluated, ``t* = t_n + c dt``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def advance(self, q_next, hist, dt):
         """History after accepting ``q_next``."""
-        raise NotImplementedError
 
     def predict(self, hist, dt):
         """Initial Newton guess for ``q_{n+1}``."""

@@ -1,7 +1,6 @@
 """Exact gradients through implicit DER time steps (implicit differentiation of every Newton
 solve, reverse mode through the time loop) against central finite differences, plus batching."""
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np

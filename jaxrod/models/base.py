@@ -11,6 +11,8 @@ the time loop) is generic and lives in :mod:`jaxrod.timestepping`, :mod:`jaxrod.
 
 from __future__ import annotations
 
+import abc
+
 import equinox as eqx
 import jax
 
@@ -32,35 +34,35 @@ class State(eqx.Module):
 class AbstractImplicitModel(eqx.Module):
     """Interface used by :func:`jaxrod.simulate.simulate` and :func:`jaxrod.simulate.solve_static`."""
 
+    @abc.abstractmethod
     def residual(self, q, v, a, t, aux):
         """Dynamics residual, same shape as ``q``; zero on the equations of motion."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def fixed_mask(self):
         """Boolean array shaped like ``q``: True for DOFs prescribed by boundary conditions."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def prescribed(self, t):
         """Values of the prescribed DOFs at time ``t`` [s] (array shaped like ``q``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def init_aux(self, q):
         """Reference data for configuration ``q`` at the start of a run."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def update_aux(self, q, aux):
         """Reference data after a step has converged at ``q``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def default_linear_solver(self):
         """The :class:`~jaxrod.solvers.jacobian.AbstractJacobianSolver` suited to this model."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def initial_state(self):
         """:class:`State` the model starts from (its reference configuration, at rest)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def observe(self, q, v, aux):
         """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain
         ``positions`` ``(N, 3)`` [m]; may contain ``frames`` ``(N-1, 3, 3)`` and ``twist``."""
-        raise NotImplementedError

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver
-from ...validation import check_finite, check_positive, check_shape, is_traced
+from ...validation import check_finite, check_shape, is_traced
 from ..base import AbstractImplicitModel, State
 from .energies import bending_energy, stretching_energy, twisting_energy
 from .frames import ReferenceFrames, initial_frames, kinematics, material_directors, update_frames, transport_directors, edges

@@ -130,10 +130,6 @@ def _transport(v, a, b):
     return tuple(d * vi + cvi + k * ci for vi, cvi, ci in zip(v, cv, c))
 
 
-def _sl(v, sl):
-    return tuple(vi[sl] for vi in v)
-
-
 class Kinematics(eqx.Module):
     """Everything the energies need at one configuration."""
 

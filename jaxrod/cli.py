@@ -7,6 +7,8 @@ Examples::
     jaxrod simulate cantilever-a2 --scheme bdf2 --dt 0.02 --no-progress
     jaxrod simulate helix-b1 --n-nodes 50 --duration 1
     jaxrod simulate cantilever-static --n-nodes 41 --plot static.png
+    jaxrod simulate till-benchmark --integrator euler --scheme bdf_alpha --alpha -0.2 --plot till.png
+    jaxrod simulate till-impulse --kirchhoff --dt 0.004
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -26,7 +28,9 @@ import time
 
 __all__ = ["main"]
 
-SCHEMES = ("backward_euler", "implicit_midpoint", "bdf2", "trapezoid", "newmark")
+SCHEMES = ("backward_euler", "implicit_midpoint", "bdf2", "trapezoid", "newmark", "bdf3", "bdf_alpha")
+#: schemes of the shooting (Cosserat) scenes, as first-order difference formulas
+SHOOTING_SCHEMES = ("backward_euler", "bdf2", "bdf3", "trapezoid", "bdf_alpha")
 
 
 class CLIError(Exception):
@@ -81,7 +85,12 @@ def _build_parser():
                    help="resolution: nodes of a cantilever, helix nodes of a helix scene")
     s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
     s.add_argument("--duration", type=_positive_float("--duration"), metavar="T", help="simulated time [s]")
-    s.add_argument("--scheme", choices=SCHEMES, help="time scheme (default: the scene's, implicit midpoint)")
+    s.add_argument("--scheme", choices=SCHEMES,
+                   help="time scheme (default: the scene's; Till scenes take backward_euler, bdf2, bdf3, "
+                        "trapezoid, bdf_alpha)")
+    s.add_argument("--alpha", type=float, metavar="A", help="BDF-alpha coefficient in [-0.5, 0] (with --scheme bdf_alpha)")
+    s.add_argument("--integrator", choices=("euler", "rk4"), help="Till scenes: spatial integrator (default rk4)")
+    s.add_argument("--kirchhoff", action="store_true", help="Till scenes: Kirchhoff rod (no shear/extension)")
     s.add_argument("--save-every", type=_int_at_least("--save-every", 1), default=1, metavar="K",
                    help="save one frame every K steps (must divide the number of steps)")
     s.add_argument("--load-parameter", type=_positive_float("--load-parameter"), metavar="PL2_EI",
@@ -94,6 +103,8 @@ def _build_parser():
 
 # ---------------------------------------------------------------------------------------------
 def _size_parameter(scene_name: str) -> str:
+    if scene_name.startswith("till"):
+        return "n_points"
     return "n_helix" if scene_name.startswith("helix") else "n_nodes"
 
 
@@ -114,10 +125,54 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
+    shooting = args.scene.startswith("till")
+    if args.integrator is not None or args.kirchhoff:
+        if not shooting:
+            raise CLIError("--integrator and --kirchhoff apply to the till-* (Cosserat) scenes only")
+        if args.integrator is not None:
+            overrides["integrator"] = args.integrator
+        overrides["kirchhoff"] = bool(args.kirchhoff)
     return scenes.get_scene(args.scene, **overrides)
 
 
+def _scheme(args, shooting):
+    from .timestepping import DifferenceFormula, scheme_from_name
+
+    if args.alpha is not None and args.scheme != "bdf_alpha":
+        raise CLIError("--alpha needs --scheme bdf_alpha")
+    if args.scheme is None:
+        return None
+    if shooting:
+        if args.scheme not in SHOOTING_SCHEMES:
+            raise CLIError(f"scheme {args.scheme} does not apply to shooting scenes; use one of {', '.join(SHOOTING_SCHEMES)}")
+        if args.scheme == "bdf_alpha":
+            if args.alpha is None:
+                raise CLIError("--scheme bdf_alpha needs --alpha")
+            return DifferenceFormula.bdf_alpha(args.alpha)
+        return getattr(DifferenceFormula, args.scheme)()
+    if args.scheme in ("bdf3", "bdf_alpha"):
+        if args.scheme == "bdf3":
+            raise CLIError("bdf3 is available for the till-* (shooting) scenes only")
+        from .timestepping import BDFAlpha
+
+        if args.alpha is None:
+            raise CLIError("--scheme bdf_alpha needs --alpha")
+        return BDFAlpha(args.alpha)
+    return scheme_from_name(args.scheme)
+
+
+def _scheme_name(scheme):
+    from .timestepping import DifferenceFormula
+
+    if isinstance(scheme, DifferenceFormula):
+        g, d1 = [float(x) for x in scheme.gammas], float(scheme.d1)
+        return f"difference formula c*dt = ({g[0]:.4g}, {g[1]:.4g}, {g[2]:.4g}, {g[3]:.4g}), d1 = {d1:.4g}"
+    return type(scheme).__name__
+
+
 def _n_nodes(model):
+    if hasattr(model, "n_points"):
+        return int(model.n_points)
     rod = getattr(model, "rod", None)
     if rod is not None:
         return rod.n_nodes
@@ -144,8 +199,6 @@ def _cmd_simulate(args, out, err):
 
     from . import analysis
     from .simulate import simulate, solve_static
-    from .timestepping import scheme_from_name
-
     scene = _make_scene(args)
     model = scene.model
     n = _n_nodes(model)
@@ -191,7 +244,8 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot}", file=out)
         return 0
 
-    scheme = scheme_from_name(args.scheme) if args.scheme else scene.scheme
+    scheme = _scheme(args, scene.name.startswith("till"))
+    scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))
     if n_steps < 1:
@@ -200,7 +254,7 @@ def _cmd_simulate(args, out, err):
         raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
     print(f"nodes     {n}", file=out)
     print(f"time      dt = {dt:g} s, duration = {n_steps * dt:g} s, {n_steps} steps, "
-          f"scheme {type(scheme).__name__}, saving every {args.save_every}", file=out, flush=True)
+          f"scheme {_scheme_name(scheme)}, saving every {args.save_every}", file=out, flush=True)
 
     t0 = time.perf_counter()
     traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
@@ -214,8 +268,9 @@ def _cmd_simulate(args, out, err):
           f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
     print(f"final tip position [m]  {_fmt_vec(tip_all[-1])}  at t = {times[-1]:g} s", file=out)
 
-    uz = tip_all[:, 2] - tip_all[0, 2]
     ref = scene.reference
+    axis = int(ref.get("tip_axis", 2))
+    uz = tip_all[:, axis] - tip_all[0, axis]
     if "omega_rad_s" in ref:
         omega_ref = float(ref["omega_rad_s"])
         omega = analysis.oscillation_frequency(times, uz, direction="up")
@@ -236,7 +291,7 @@ def _cmd_simulate(args, out, err):
         amp = analysis.oscillation_amplitude(uz)
         period = analysis.oscillation_period(times, uz, level=mean, direction="up")
         ptxt = f"{period:.4g} s" if math.isfinite(period) else "n/a (record shorter than a period)"
-        print(f"tip z-displacement    mean {mean:+.4e} m, half range {amp:.4e} m, period about the mean {ptxt}",
+        print(f"tip {'xyz'[axis]}-displacement    mean {mean:+.4e} m, half range {amp:.4e} m, period about the mean {ptxt}",
               file=out)
 
     if args.plot:

@@ -139,21 +139,21 @@ def _run(model, scheme, solver, state, t0, dt, n_saves, save_every, n_active):
     return _run_from_hist(model, scheme, solver, hist0, state.aux, t0, dt, n_saves, save_every, n_active)
 
 
-def _run_from_hist(model, scheme, solver, hist0, aux0, t0, dt, n_saves, save_every, n_active):
-    def one_step(carry, k):
-        hist, aux, t, fac, have_fac = carry
-        hist, aux, res = implicit_step(model, scheme, solver, hist, aux, t, dt, fac, have_fac)
-        if solver.reuse_jacobian:
-            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
-        stats = (
-            res.converged, res.iterations.astype(jnp.int32), res.jacobians.astype(jnp.int32),
-            res.residual_norm, res.error_estimate,
-        )
-        return (hist, aux, t + dt, fac, have_fac), stats
+def scan_saves(one_step, observe, carry0, n_saves, save_every, n_active):
+    """Nested time loop shared by all models: ``n_saves`` saved frames of ``save_every`` steps;
+    saves with index ``>= n_active`` are skipped (so chunked runs reuse one compiled program).
+
+    ``one_step(carry) -> (carry, stats)`` with ``stats = (converged, iterations, jacobians,
+    residual_norm, error_estimate)``; ``observe(carry)`` returns the pytree saved per frame.
+    Returns ``(carry, outs, stats)`` with leading axes ``(n_saves, ...)`` and ``(n_saves, save_every)``.
+    """
+
+    def step(c, _):
+        return one_step(c)
 
     def one_save(carry, i):
         def active(c):
-            return jax.lax.scan(one_step, c, jnp.arange(save_every))
+            return jax.lax.scan(step, c, jnp.arange(save_every))
 
         def idle(c):
             dummy = (
@@ -166,9 +166,106 @@ def _run_from_hist(model, scheme, solver, hist0, aux0, t0, dt, n_saves, save_eve
             return c, dummy
 
         carry, stats = jax.lax.cond(i < n_active, active, idle, carry)
+        return carry, (observe(carry), stats)
+
+    carry, (outs, stats) = jax.lax.scan(one_save, carry0, jnp.arange(n_saves))
+    return carry, outs, stats
+
+
+def newton_stats(res):
+    """The per-step statistics tuple of a :class:`NewtonResult` (see :func:`scan_saves`)."""
+    return (
+        res.converged, res.iterations.astype(jnp.int32), res.jacobians.astype(jnp.int32),
+        res.residual_norm, res.error_estimate,
+    )
+
+
+def run_with_progress(run_chunk, carry, n_saves, save_every, n_steps, t0, dt, progress):
+    """Run ``n_saves`` saves in chunks of one compiled program, printing a progress line per chunk.
+
+    ``run_chunk(carry, t, chunk, n_active) -> (carry, outs, stats)`` runs ``chunk`` saves (the
+    first ``n_active`` of them) from time ``t``. Returns ``(carry, outs, stats)`` like one call.
+    """
+    n_lines = 20 if progress is True else max(1, int(progress))
+    chunk = max(1, math.ceil(n_saves / n_lines))
+    pieces, stat_pieces = [], []
+    start = _time.perf_counter()
+    done = 0
+    t = float(t0)
+    while done < n_saves:
+        n_act = min(chunk, n_saves - done)
+        carry, outs_c, stats_c = run_chunk(carry, _f(t), chunk, jnp.asarray(n_act))
+        jax.block_until_ready(outs_c)
+        cut = lambda x: x[:n_act]  # noqa: E731
+        pieces.append(jax.tree_util.tree_map(cut, outs_c))
+        stat_pieces.append(jax.tree_util.tree_map(cut, stats_c))
+        done += n_act
+        t = float(t0) + done * save_every * float(dt)
+        its = np.asarray(stats_c[1][:n_act])
+        ok = bool(np.all(np.asarray(stats_c[0][:n_act])))
+        print(
+            f"  step {done * save_every:>8d}/{n_steps}  t = {t:9.4f} s  "
+            f"Newton its/step {its.mean():5.2f}  {'ok' if ok else 'NOT CONVERGED'}  "
+            f"wall {_time.perf_counter() - start:7.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    outs = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
+    stats = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *stat_pieces)
+    return carry, outs, stats
+
+
+def check_trajectory(traj, *, throw, traced, t0, dt):
+    """Raise :class:`ConvergenceError` (or attach ``eqx.error_if`` when traced) at the first
+    non-converged step; returns the trajectory."""
+    if not throw:
+        return traj
+    if traced or _is_traced(traj.stats.converged):
+        return eqx.error_if(
+            traj, ~jnp.all(traj.stats.converged),
+            "a Newton solve did not converge during simulate(); rerun with throw=False and "
+            "inspect Trajectory.stats (first_failure()) for the step",
+        )
+    k = traj.stats.first_failure()
+    if k is not None:
+        raise ConvergenceError(
+            f"Newton did not converge at step {k} (t = {float(t0) + (k + 1) * float(dt):.6g} s): "
+            f"residual max-norm {float(traj.stats.residual_norm[k]):.3e}, scaled error "
+            f"estimate {float(traj.stats.error_estimate[k]):.3e} after "
+            f"{int(traj.stats.iterations[k])} iterations. Try a smaller dt, more "
+            f"max_steps, or looser tolerances; pass throw=False to get the trajectory anyway."
+        )
+    return traj
+
+
+def validate_steps(dt, n_steps, duration, save_every):
+    """Checked ``(n_steps, n_saves)`` from the user's ``dt``/``n_steps``/``duration``/``save_every``."""
+    _check_positive("dt", dt)
+    if n_steps is None:
+        if duration is None:
+            raise ValueError("give either n_steps or duration")
+        _check_positive("duration", duration)
+        n_steps = int(round(float(duration) / float(dt)))
+    if int(n_steps) < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    n_steps = int(n_steps)
+    if save_every < 1 or n_steps % save_every:
+        raise ValueError(f"save_every must be >= 1 and divide n_steps={n_steps}, got {save_every}")
+    return n_steps, n_steps // save_every
+
+
+def _run_from_hist(model, scheme, solver, hist0, aux0, t0, dt, n_saves, save_every, n_active):
+    def one_step(carry):
+        hist, aux, t, fac, have_fac = carry
+        hist, aux, res = implicit_step(model, scheme, solver, hist, aux, t, dt, fac, have_fac)
+        if solver.reuse_jacobian:
+            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+        return (hist, aux, t + dt, fac, have_fac), newton_stats(res)
+
+    def observe(carry):
         hist, aux, t, _, _ = carry
         q, v = scheme.current(hist)
-        return carry, ((t, q, v, model.observe(q, v, aux)), stats)
+        return (t, q, v, model.observe(q, v, aux))
 
     q_flat = jnp.ravel(scheme.current(hist0)[0])
     carry0 = (
@@ -176,8 +273,7 @@ def _run_from_hist(model, scheme, solver, hist0, aux0, t0, dt, n_saves, save_eve
         placeholder_factorization(solver, q_flat) if solver.reuse_jacobian else None,
         jnp.asarray(False),
     )
-    carry, (outs, stats) = jax.lax.scan(one_save, carry0, jnp.arange(n_saves))
-    return carry, outs, stats
+    return scan_saves(one_step, observe, carry0, n_saves, save_every, n_active)
 
 
 _run_jit = eqx.filter_jit(_run)
@@ -209,8 +305,8 @@ def simulate(
     duration: float | None = None,
     state0: State | None = None,
     t0: float = 0.0,
-    scheme: AbstractScheme = ImplicitMidpoint(),
-    solver: NewtonSolver = NewtonSolver(linear_solver=None, reuse_jacobian=True, rtol=1e-9, atol=1e-9),
+    scheme=None,
+    solver: NewtonSolver | None = None,
     save_every: int = 1,
     throw: bool = True,
     progress: bool | int = False,
@@ -218,14 +314,16 @@ def simulate(
     """Integrate ``model`` in time with an implicit scheme.
 
     Args:
-        model: an :class:`~jaxrod.models.base.AbstractImplicitModel` (e.g. a DER rod model).
+        model: an :class:`~jaxrod.models.base.AbstractImplicitModel` (e.g. a DER rod model) or a
+            :class:`~jaxrod.models.cosserat.CosseratModel` (shooting; see
+            :func:`jaxrod.models.cosserat.simulate_cosserat` for its defaults).
         dt: time step [s], > 0.
         n_steps: number of steps; or give ``duration`` [s] (rounded to a whole number of steps).
         state0: initial :class:`State`; default ``model.initial_state()``.
         t0: initial time [s].
-        scheme: time scheme (default implicit midpoint).
+        scheme: time scheme (default implicit midpoint; BDF2 for shooting models).
         solver: Newton configuration; ``linear_solver=None`` picks the model's structured solver.
-            The default reuses factorisations across steps (chord steps while they contract)
+            The default (``None``) reuses factorisations across steps (chord steps while they contract)
             and converges each step to 1e-9 in the unknowns (metres/radians for rods).
         save_every: save one frame every this many steps (must divide ``n_steps``).
         throw: raise :class:`ConvergenceError` at the first non-converged step (after the run);
@@ -239,19 +337,19 @@ def simulate(
     Works under ``jax.jit``/``jax.vmap``/``jax.grad`` (then ``throw`` uses ``eqx.error_if`` and
     ``progress`` is ignored).
     """
-    _check_positive("dt", dt)
-    if n_steps is None:
-        if duration is None:
-            raise ValueError("give either n_steps or duration")
-        _check_positive("duration", duration)
-        n_steps = int(round(float(duration) / float(dt)))
-    if int(n_steps) < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    n_steps = int(n_steps)
-    if save_every < 1 or n_steps % save_every:
-        raise ValueError(f"save_every must be >= 1 and divide n_steps={n_steps}, got {save_every}")
+    if not isinstance(model, AbstractImplicitModel):
+        from .models.cosserat.simulate import simulate_cosserat
+
+        return simulate_cosserat(
+            model, dt=dt, n_steps=n_steps, duration=duration, state0=state0, t0=t0, scheme=scheme,
+            solver=solver, save_every=save_every, throw=throw, progress=progress,
+        )
+    if scheme is None:
+        scheme = ImplicitMidpoint()
+    if solver is None:
+        solver = NewtonSolver(linear_solver=None, reuse_jacobian=True, rtol=1e-9, atol=1e-9)
+    n_steps, n_saves = validate_steps(dt, n_steps, duration, save_every)
     state = model.initial_state() if state0 is None else state0
-    n_saves = n_steps // save_every
     traced = _is_traced((model, state, dt, t0))
 
     if not progress or traced:
@@ -259,34 +357,15 @@ def simulate(
             model, scheme, solver, state, _f(t0), _f(dt), n_saves, save_every, jnp.asarray(n_saves)
         )
     else:
-        n_lines = 20 if progress is True else max(1, int(progress))
-        chunk = max(1, math.ceil(n_saves / n_lines))
         solver_m = _with_model_solver(model, solver)
-        hist, aux, t = _initial_history(model, scheme, solver_m, state, t0, dt), state.aux, t0
-        pieces, stat_pieces = [], []
-        start = _time.perf_counter()
-        done = 0
-        while done < n_saves:
-            n_act = min(chunk, n_saves - done)
-            (hist, aux, t, _, _), outs_c, stats_c = _run_from_hist_jit(
-                model, scheme, solver_m, hist, aux, _f(t), _f(dt), chunk, save_every, jnp.asarray(n_act)
-            )
-            jax.block_until_ready(outs_c)
-            pieces.append(jax.tree_util.tree_map(lambda x: x[:n_act], outs_c))
-            stat_pieces.append(jax.tree_util.tree_map(lambda x: x[:n_act], stats_c))
-            done += n_act
-            its = np.asarray(stats_c[1][:n_act])
-            ok = bool(np.all(np.asarray(stats_c[0][:n_act])))
-            print(
-                f"  step {done * save_every:>8d}/{n_steps}  t = {float(t):9.4f} s  "
-                f"Newton its/step {its.mean():5.2f}  {'ok' if ok else 'NOT CONVERGED'}  "
-                f"wall {_time.perf_counter() - start:7.2f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-        outs = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
-        stats = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *stat_pieces)
-        carry = (hist, aux, t)
+        hist0 = _initial_history(model, scheme, solver_m, state, t0, dt)
+
+        def run_chunk(c, t, chunk, n_act):
+            return _run_from_hist_jit(model, scheme, solver_m, c[0], c[1], t, _f(dt), chunk, save_every, n_act)
+
+        carry, outs, stats = run_with_progress(
+            run_chunk, (hist0, state.aux), n_saves, save_every, n_steps, t0, dt, progress
+        )
 
     hist_f, aux_f = carry[0], carry[1]
     times, qs, vs, obs = outs
@@ -304,24 +383,7 @@ def simulate(
         final=State(*scheme.current(hist_f), aux_f),
         dt=jnp.asarray(dt),
     )
-    if throw:
-        if traced or _is_traced(traj.stats.converged):
-            traj = eqx.error_if(
-                traj, ~jnp.all(traj.stats.converged),
-                "a Newton solve did not converge during simulate(); rerun with throw=False and "
-                "inspect Trajectory.stats (first_failure()) for the step",
-            )
-        else:
-            k = traj.stats.first_failure()
-            if k is not None:
-                raise ConvergenceError(
-                    f"Newton did not converge at step {k} (t = {t0 + (k + 1) * float(dt):.6g} s): "
-                    f"residual max-norm {float(traj.stats.residual_norm[k]):.3e}, scaled error "
-                    f"estimate {float(traj.stats.error_estimate[k]):.3e} after "
-                    f"{int(traj.stats.iterations[k])} iterations. Try a smaller dt, more "
-                    f"max_steps, or looser tolerances; pass throw=False to get the trajectory anyway."
-                )
-    return traj
+    return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
 
 
 def solve_static(
@@ -329,7 +391,7 @@ def solve_static(
     *,
     state0: State | None = None,
     t: float = 0.0,
-    solver: NewtonSolver = NewtonSolver(linear_solver=None, max_steps=100),
+    solver: NewtonSolver | None = None,
     load_steps: int = 1,
     throw: bool = True,
 ):
@@ -342,6 +404,14 @@ def solve_static(
     Returns:
         ``(State, NewtonResult)`` of the last increment.
     """
+    if not isinstance(model, AbstractImplicitModel):
+        from .models.cosserat.simulate import solve_static_cosserat
+
+        if state0 is not None:
+            raise ValueError("solve_static(): shooting models take no state0 (pass guess= to solve_static_cosserat)")
+        return solve_static_cosserat(model, t=t, solver=solver, load_steps=load_steps, throw=throw)
+    if solver is None:
+        solver = NewtonSolver(linear_solver=None, max_steps=100)
     if int(load_steps) < 1:
         raise ValueError(f"load_steps must be >= 1, got {load_steps}")
     state = model.initial_state() if state0 is None else state0

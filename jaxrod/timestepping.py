@@ -15,6 +15,14 @@ So one Newton machinery serves every scheme, and a new scheme is a small Module.
 * :class:`BDFAlpha`        Till et al.'s BDF-alpha family ``x'_n = c0 x_n + c1 x_{n-1} + c2 x_{n-2} + d1 x'_{n-1}``;
   ``alpha = 0`` is BDF2, ``alpha = -0.5`` the trapezoid rule (see :func:`BDF2`, :func:`Trapezoid`).
 * :class:`NewmarkBeta`     Newmark's family (average acceleration by default: beta 1/4, gamma 1/2).
+
+First-order *implicit difference formulas* (Till et al. eq. 5) for models that discretise time
+derivatives of individual fields rather than a second-order system in ``q`` (the Cosserat shooting
+model differentiates velocities and strains on its arc-length grid):
+``y'_i = c0 y_i + y^h_i`` with the history ``y^h_i = sum_k c_k y_{i-k} + d1 y'_{i-1}``. One Module,
+:class:`DifferenceFormula`, holds the coefficients as array leaves (so backward Euler, BDF2, BDF3,
+the trapezoid rule and BDF-alpha for any alpha all share one compiled program); build them with
+:meth:`DifferenceFormula.backward_euler`, ``.bdf2``, ``.bdf3``, ``.trapezoid``, ``.bdf_alpha``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from __future__ import annotations
 import abc
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 
 class AbstractScheme(eqx.Module):
@@ -76,6 +87,10 @@ class BackwardEuler(AbstractScheme):
         q, v, a = hist
         return q + dt * v + dt * dt * a
 
+    def difference_formula(self) -> "DifferenceFormula":
+        """The same scheme as a first-order :class:`DifferenceFormula` (for shooting models)."""
+        return DifferenceFormula.backward_euler()
+
 
 class ImplicitMidpoint(AbstractScheme):
     """Implicit midpoint rule: forces at ``(q_n + q_{n+1})/2``, ``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``.
@@ -127,8 +142,12 @@ class BDFAlpha(AbstractScheme):
 
     def coefficients(self, dt):
         """``(c0, c1, c2, d1)`` for time step ``dt`` [s]."""
-        a = self.alpha
-        return (1.5 + a) / (dt * (1 + a)), -2.0 / dt, (0.5 + a) / (dt * (1 + a)), a / (1 + a)
+        g0, g1, g2, _, d1 = _bdf_alpha_gammas(self.alpha)
+        return g0 / dt, g1 / dt, g2 / dt, d1
+
+    def difference_formula(self) -> "DifferenceFormula":
+        """The same scheme as a first-order :class:`DifferenceFormula` (for shooting models)."""
+        return DifferenceFormula.bdf_alpha(self.alpha)
 
     def init(self, q0, v0, a0, dt):
         # history: (q_n, v_n, q_{n-1}, v_{n-1}, a_n)
@@ -155,6 +174,106 @@ def BDF2() -> BDFAlpha:
 def Trapezoid() -> BDFAlpha:
     """Trapezoid rule (``BDFAlpha(-0.5)``): energy preserving for linear systems."""
     return BDFAlpha(-0.5)
+
+
+def _bdf_alpha_gammas(alpha):
+    """Dimensionless ``(c0, c1, c2, c3) dt`` and ``d1`` of BDF-alpha (Till et al. sec. 2.2)."""
+    a = alpha
+    return (1.5 + a) / (1 + a), -2.0, (0.5 + a) / (1 + a), 0.0, a / (1 + a)
+
+
+class DifferenceFormula(eqx.Module):
+    """Implicit first-derivative formula ``y'_i = c0 y_i + c1 y_{i-1} + c2 y_{i-2} + c3 y_{i-3} + d1 y'_{i-1}``
+    (Till, Aloi & Rucker 2019, eq. 5), with ``c_k = gamma_k / dt``.
+
+    The current value enters only through ``c0 y_i``; everything else is the *history*
+    ``y^h_i``, computed once per step (:meth:`history`) and reused by every shooting iteration.
+    Works on any pytree ``y`` (e.g. a grid of velocities and strains).
+
+    Attributes:
+        gammas: ``(4,)`` dimensionless ``(c0, c1, c2, c3) * dt``.
+        d1: coefficient of the previous derivative (dimensionless).
+
+    Build with the named constructors; ``c0 + c1 + c2 + c3 = 0`` and
+    ``-(c1 + 2 c2 + 3 c3) dt + d1 = 1`` (exact for constants and linear functions) are checked.
+    """
+
+    gammas: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=jnp.float64))
+    d1: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=jnp.float64))
+
+    def __check_init__(self):
+        g = self.gammas
+        if isinstance(g, jax.core.Tracer) or isinstance(self.d1, jax.core.Tracer):
+            return
+        g = np.asarray(g, float)
+        d1 = float(np.asarray(self.d1))
+        if g.shape != (4,):
+            raise ValueError(f"DifferenceFormula.gammas must have shape (4,), got {g.shape}")
+        if not (np.all(np.isfinite(g)) and np.isfinite(d1)) or g[0] <= 0:
+            raise ValueError(f"DifferenceFormula needs finite coefficients with c0 > 0, got {g}, d1={d1}")
+        if abs(g.sum()) > 1e-12 or abs(-(g[1] + 2 * g[2] + 3 * g[3]) + d1 - 1) > 1e-12:
+            raise ValueError(f"DifferenceFormula coefficients {g}, d1={d1} are not consistent (first order)")
+
+    # --- named constructors -------------------------------------------------------------
+    @classmethod
+    def backward_euler(cls) -> "DifferenceFormula":
+        """``y' = (y_i - y_{i-1})/dt``: first order, strongly damping (paper's tau = 0.13 s at 5 ms)."""
+        return cls(jnp.array([1.0, -1.0, 0.0, 0.0]), jnp.asarray(0.0))
+
+    @classmethod
+    def bdf_alpha(cls, alpha) -> "DifferenceFormula":
+        """BDF-alpha of Alberdi Celaya & Anza (2013) as used by Till et al.; ``alpha`` in ``[-0.5, 0]``
+        interpolates between the trapezoid rule (-0.5, no damping) and BDF2 (0)."""
+        if not isinstance(alpha, jax.core.Tracer):
+            a = float(alpha)
+            if not (np.isfinite(a) and -0.5 <= a <= 0.0):
+                raise ValueError(f"BDF-alpha needs alpha in [-0.5, 0] (Till et al. sec. 2.2), got {alpha}")
+        g0, g1, g2, g3, d1 = _bdf_alpha_gammas(jnp.asarray(alpha, dtype=jnp.result_type(float)))
+        return cls(jnp.stack([g0, jnp.asarray(g1, g0.dtype), g2, jnp.asarray(g3, g0.dtype)]), d1)
+
+    @classmethod
+    def bdf2(cls) -> "DifferenceFormula":
+        """Second-order BDF (``bdf_alpha(0)``), the paper's recommended default."""
+        return cls.bdf_alpha(0.0)
+
+    @classmethod
+    def trapezoid(cls) -> "DifferenceFormula":
+        """Trapezoid rule (``bdf_alpha(-0.5)``): second order, no numerical damping, marginally stable."""
+        return cls.bdf_alpha(-0.5)
+
+    @classmethod
+    def bdf3(cls) -> "DifferenceFormula":
+        """Third-order BDF; not A-stable (unstable for the 8.9 Hz benchmark below ~35 ms steps)."""
+        return cls(jnp.array([11.0 / 6.0, -3.0, 1.5, -1.0 / 3.0]), jnp.asarray(0.0))
+
+    # --- use --------------------------------------------------------------------------------
+    def c0(self, dt):
+        """Coefficient of the current value [1/s]."""
+        return self.gammas[0] / dt
+
+    def init(self, y0, ydot0=None):
+        """History carrier at rest history: ``y_{-1} = y_{-2} = y_0`` and ``y'_0 = ydot0`` (default 0).
+
+        The carrier is ``(y_i, y_{i-1}, y_{i-2}, y'_i)`` after step ``i``.
+        """
+        d0 = jax.tree_util.tree_map(jnp.zeros_like, y0) if ydot0 is None else ydot0
+        return (y0, y0, y0, d0)
+
+    def history(self, carrier, dt):
+        """``y^h`` for the next step (the part of ``y'`` not proportional to the new value)."""
+        y1, y2, y3, d = carrier
+        g = self.gammas / dt
+        return jax.tree_util.tree_map(lambda a, b, c, e: g[1] * a + g[2] * b + g[3] * c + self.d1 * e, y1, y2, y3, d)
+
+    def derivative(self, y, yh, dt):
+        """``y' = c0 y + y^h``."""
+        c0 = self.c0(dt)
+        return jax.tree_util.tree_map(lambda a, b: c0 * a + b, y, yh)
+
+    def advance(self, carrier, y_new, yh, dt):
+        """Carrier after accepting ``y_new`` (computed with history ``yh``)."""
+        y1, y2, _, _ = carrier
+        return (y_new, y1, y2, self.derivative(y_new, yh, dt))
 
 
 class NewmarkBeta(AbstractScheme):

@@ -6,6 +6,8 @@ reference values a result is checked against.
 * ``cantilever-a1`` / ``cantilever-a2``: DisMech Table II dynamic cantilevers (first-mode free
   vibration from a 5 mm/s tip velocity), E = 0.1 MPa / 10 MPa.
 * ``helix-b1`` / ``helix-b2``: DisMech Table II helix hanging under gravity.
+* ``till-benchmark``, ``till-weight-release``, ``till-impulse``: Till et al.'s Cosserat-rod
+  scenes (shooting model), see :mod:`jaxrod.scenes.till`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..models.der import DERModel, DERRod, first_mode_velocity, helix_points
-from ..timestepping import AbstractScheme, ImplicitMidpoint
+from ..timestepping import ImplicitMidpoint
 
 #: Euler-Bernoulli clamped-free eigenvalues beta_n L.
 BETA_L = (1.8751040687119611, 4.694091132974175, 7.854757438237613, 10.995540734875467)
@@ -32,7 +34,8 @@ class Scene:
         model: the model (e.g. :class:`~jaxrod.models.der.DERModel`).
         dt: default time step [s] (ignored for static scenes).
         duration: default simulated time [s] (0 for static scenes).
-        scheme: default time scheme.
+        scheme: default time scheme (a :class:`~jaxrod.timestepping.DifferenceFormula` for
+            shooting models).
         static: True when the scene is a static equilibrium problem.
         load_steps: load increments for static scenes.
         reference: dict of reference values (units in the key names).
@@ -43,7 +46,7 @@ class Scene:
     model: object
     dt: float = 0.0
     duration: float = 0.0
-    scheme: AbstractScheme = field(default_factory=ImplicitMidpoint)
+    scheme: object = field(default_factory=ImplicitMidpoint)
     static: bool = False
     load_steps: int = 1
     reference: dict = field(default_factory=dict)
@@ -181,7 +184,13 @@ SCENES: dict[str, Callable[..., Scene]] = {
     "cantilever-a2": lambda **kw: dynamic_cantilever("a2", **kw),
     "helix-b1": lambda **kw: helix("b1", **kw),
     "helix-b2": lambda **kw: helix("b2", **kw),
+    "till-benchmark": lambda **kw: till.till_benchmark(**kw),
+    "till-weight-release": lambda **kw: till.till_weight_release(**kw),
+    "till-impulse": lambda **kw: till.till_impulse(**kw),
 }
+
+
+from . import till  # noqa: E402  (needs Scene defined above)
 
 
 def get_scene(name: str, **overrides) -> Scene:

@@ -49,6 +49,10 @@ class NewtonSolver(eqx.Module):
             many further steps at the observed contraction rate.
         free_steps: number of initial updates taken as full steps (only non-finite values make
             them backtrack) before the monotonicity test is enforced.
+        fallback: ``None`` or ``"levenberg_marquardt"``: when Newton fails, restart from the
+            initial guess with Levenberg-Marquardt on ``|F|^2`` (dense ``jacfwd`` Jacobian, for
+            small systems such as shooting problems) and polish its result with Newton. The
+            counts in the result then include the failed attempt.
     """
 
     rtol: float = 1e-9
@@ -60,8 +64,11 @@ class NewtonSolver(eqx.Module):
     max_contraction: float = 0.9
     chord_budget: float = 12.0
     free_steps: int = eqx.field(static=True, default=0)
+    fallback: str | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
+        if self.fallback not in (None, "levenberg_marquardt"):
+            raise ValueError(f"NewtonSolver.fallback must be None or 'levenberg_marquardt', got {self.fallback!r}")
         if self.max_steps < 1:
             raise ValueError(f"NewtonSolver.max_steps must be >= 1, got {self.max_steps}")
         for name in ("rtol", "atol"):
@@ -202,6 +209,47 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0):
     )
 
 
+def _levenberg_marquardt(f, x0, max_steps):
+    """Levenberg-Marquardt on ``|f(x)|^2`` with adaptive damping (Till et al.'s solver: damping
+    halved before each step, doubled until the sum of squares decreases). Returns ``(x, steps)``;
+    stops when no decrease is possible, the step is negligible, or after ``max_steps``."""
+    n = x0.shape[0]
+    eye = jnp.eye(n, dtype=x0.dtype)
+
+    def cond(st):
+        return ~st[4]
+
+    def body(st):
+        x, r, lam, it, _ = st
+        J = jax.jacfwd(f)(x)
+        A, g = J.T @ J, J.T @ r
+        ss = r @ r
+
+        def try_cond(c):
+            lam, _, r1, k = c
+            return (k == 0) | (~(jnp.sum(r1**2) < ss) & (k < 40))
+
+        def try_body(c):
+            lam, _, _, k = c
+            lam = jnp.where(k == 0, 0.5 * lam, 2.0 * lam)
+            dx = jnp.linalg.solve(A + lam * eye, -g)
+            return lam, dx, f(x + dx), k + 1
+
+        lam, dx, r1, _ = jax.lax.while_loop(try_cond, try_body, (lam, jnp.zeros_like(x), r, 0))
+        ok = jnp.all(jnp.isfinite(r1)) & (jnp.sum(r1**2) < ss)
+        x1 = jnp.where(ok, x + dx, x)
+        r1 = jnp.where(ok, r1, r)
+        small = jnp.max(jnp.abs(dx) / (1.0 + jnp.abs(x))) < 1e-13
+        done = ~ok | small | (jnp.sum(r1**2) < 1e-24) | (it + 1 >= max_steps)
+        return x1, r1, lam, it + 1, done
+
+    r0 = f(x0)
+    x, _, _, it, _ = jax.lax.while_loop(
+        cond, body, (x0, r0, jnp.asarray(1e-2, x0.dtype), jnp.asarray(0), ~jnp.all(jnp.isfinite(r0)))
+    )
+    return x, it
+
+
 def newton_solve(
     fn, x0, args=None, solver: NewtonSolver = NewtonSolver(), *, factorization=None, have_factorization=False
 ) -> NewtonResult:
@@ -233,6 +281,17 @@ def newton_solve(
 
     def solve(g, guess):
         x, (conv, it, jac, rnorm, err, fac) = _newton_loop(g, guess, solver, factorization, have_factorization)
+        if solver.fallback == "levenberg_marquardt":
+
+            def rescue(_):
+                x_lm, lm_it = _levenberg_marquardt(g, guess, 4 * solver.max_steps)
+                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, fac, jnp.asarray(False))
+                return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
+
+            def keep(_):
+                return x, (conv, it, jac, rnorm, err, fac)
+
+            x, (conv, it, jac, rnorm, err, fac) = jax.lax.cond(conv, keep, rescue, None)
         # custom_root builds int/bool tangents for integer aux outputs (rejected by JAX): pass floats
         dt = x.dtype
         return x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac)

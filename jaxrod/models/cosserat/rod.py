@@ -1,0 +1,142 @@
+"""Cosserat-rod material and cross-section (:class:`CosseratRod`) for the shooting model.
+
+Constitutive law (Till, Aloi & Rucker 2019, eq. 4), all matrices diagonal in the local frame
+``(d1, d2, d3)`` with ``d3`` the rod axis:
+
+* shear/extension ``n^b = K_se (v - v*) + B_se v_t``, ``K_se = diag(G A, G A, E A)`` [N];
+* bending/torsion ``m^b = K_bt (u - u*) + B_bt u_t``, ``K_bt = diag(E Ixx, E Iyy, G Izz)`` [N m^2];
+* square-law air drag ``f_drag = -R C (q * |q|)`` with ``C = diag(c1, c2, c3)`` [kg/m^2].
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...validation import check_finite, check_positive, check_shape, is_traced
+
+
+def _nonneg(name, value, unit):
+    if is_traced(value):
+        return
+    arr = np.asarray(value, float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and >= 0 {unit}, got {value}")
+
+
+class CosseratRod(eqx.Module):
+    """A straight-or-precurved Cosserat rod (array leaves are differentiable parameters).
+
+    Attributes:
+        length: reference (undeformed) length L [m] (static: it sets the arc-length grid).
+        area: cross-section area A [m^2].
+        second_moments: ``(3,)`` second area moments ``(Ixx, Iyy, Izz)`` [m^4] (``Izz`` polar).
+        youngs_modulus: E [Pa].
+        shear_modulus: G [Pa].
+        density: rho [kg/m^3].
+        drag: ``(3,)`` square-law drag coefficients C (local frame) [kg/m^2].
+        damping_se: ``(3,)`` Kelvin-Voigt shear/extension damping B_se [N s].
+        damping_bt: ``(3,)`` Kelvin-Voigt bending/torsion damping B_bt [N m^2 s].
+        v_star: ``(3,)`` reference shear/extension strain (``e3`` for an unstretched rod).
+        u_star: ``(3,)`` reference (natural) curvature and twist [1/m].
+    """
+
+    length: float = eqx.field(static=True)
+    area: jax.Array
+    second_moments: jax.Array
+    youngs_modulus: jax.Array
+    shear_modulus: jax.Array
+    density: jax.Array
+    drag: jax.Array
+    damping_se: jax.Array
+    damping_bt: jax.Array
+    v_star: jax.Array
+    u_star: jax.Array
+
+    def __check_init__(self):
+        L = self.length
+        if not (np.isfinite(L) and L > 0):
+            raise ValueError(f"length must be a finite number > 0 m, got {L}")
+        check_positive("area", self.area, "m^2")
+        check_shape("second_moments", self.second_moments, (3,))
+        check_positive("second_moments", self.second_moments, "m^4")
+        check_positive("youngs_modulus", self.youngs_modulus, "Pa")
+        check_positive("shear_modulus", self.shear_modulus, "Pa")
+        check_positive("density", self.density, "kg/m^3")
+        for name, unit in (("drag", "kg/m^2"), ("damping_se", "N s"), ("damping_bt", "N m^2 s")):
+            check_shape(name, getattr(self, name), (3,))
+            _nonneg(name, getattr(self, name), unit)
+        check_shape("v_star", self.v_star, (3,))
+        check_shape("u_star", self.u_star, (3,))
+        check_finite("v_star", self.v_star)
+        check_finite("u_star", self.u_star)
+        if not is_traced(self.v_star) and np.asarray(self.v_star)[2] <= 0:
+            raise ValueError(f"v_star[2] (reference axial stretch) must be > 0, got {self.v_star}")
+
+    @classmethod
+    def circular(
+        cls,
+        length: float,
+        radius: float,
+        *,
+        youngs_modulus: float,
+        density: float,
+        shear_modulus: float | None = None,
+        poisson_ratio: float = 0.3,
+        drag=0.0,
+        damping_se=0.0,
+        damping_bt=0.0,
+        u_star=(0.0, 0.0, 0.0),
+    ) -> "CosseratRod":
+        """Solid circular cross-section of ``radius`` [m]: ``A = pi r^2``, ``I = pi r^4/4``, ``Izz = 2 I``.
+
+        ``shear_modulus`` defaults to ``E / (2 (1 + poisson_ratio))``; ``drag`` [kg/m^2] and the
+        damping coefficients may be scalars (isotropic) or ``(3,)``.
+        """
+        check_positive("radius", radius, "m")
+        check_positive("youngs_modulus", youngs_modulus, "Pa")
+        if shear_modulus is None:
+            if not (-1.0 < poisson_ratio <= 0.5):
+                raise ValueError(f"poisson_ratio must be in (-1, 0.5], got {poisson_ratio}")
+            shear_modulus = youngs_modulus / (2.0 * (1.0 + poisson_ratio))
+        r = jnp.asarray(radius, dtype=float)
+        i = jnp.pi * r**4 / 4
+        vec = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=float), (3,))  # noqa: E731
+        return cls(
+            length=float(length),
+            area=jnp.pi * r**2,
+            second_moments=jnp.stack([i, i, 2 * i]),
+            youngs_modulus=jnp.asarray(youngs_modulus, dtype=float),
+            shear_modulus=jnp.asarray(shear_modulus, dtype=float),
+            density=jnp.asarray(density, dtype=float),
+            drag=vec(drag),
+            damping_se=vec(damping_se),
+            damping_bt=vec(damping_bt),
+            v_star=jnp.array([0.0, 0.0, 1.0]),
+            u_star=jnp.asarray(u_star, dtype=float),
+        )
+
+    # ---- derived quantities ------------------------------------------------------------------
+    @property
+    def K_se(self):
+        """``(3,)`` diagonal shear/extension stiffness ``(GA, GA, EA)`` [N]."""
+        G, E, A = self.shear_modulus, self.youngs_modulus, self.area
+        return jnp.stack([G * A, G * A, E * A])
+
+    @property
+    def K_bt(self):
+        """``(3,)`` diagonal bending/torsion stiffness ``(E Ixx, E Iyy, G Izz)`` [N m^2]."""
+        E, G, J = self.youngs_modulus, self.shear_modulus, self.second_moments
+        return jnp.stack([E * J[0], E * J[1], G * J[2]])
+
+    @property
+    def bending_stiffness(self):
+        """Mean bending stiffness ``E (Ixx + Iyy)/2`` [N m^2]."""
+        return self.youngs_modulus * 0.5 * (self.second_moments[0] + self.second_moments[1])
+
+    @property
+    def mass_per_length(self):
+        """``rho A`` [kg/m]."""
+        return self.density * self.area

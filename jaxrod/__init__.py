@@ -10,16 +10,24 @@ jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"
 
-from . import geometry, scenes  # noqa: E402
-from .models.base import AbstractImplicitModel, State  # noqa: E402
-from .models.der import DERModel, DERRod, first_mode_velocity  # noqa: E402
-from .simulate import ConvergenceError, SolverStats, Trajectory, implicit_step, simulate, solve_static  # noqa: E402
-from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver  # noqa: E402
-from .solvers.newton import NewtonResult, NewtonSolver, newton_solve  # noqa: E402
-from .timestepping import (  # noqa: E402
+from . import geometry, scenes
+from .models.base import AbstractImplicitModel, State
+from .models.der import DERModel, DERRod, first_mode_velocity
+from .simulate import (
+    ConvergenceError,
+    SolverStats,
+    Trajectory,
+    implicit_step,
+    simulate,
+    solve_static,
+)
+from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
+from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
+from .timestepping import (
     BDF2,
     BackwardEuler,
     BDFAlpha,
+    DifferenceFormula,
     ImplicitMidpoint,
     NewmarkBeta,
     Trapezoid,
@@ -27,8 +35,29 @@ from .timestepping import (  # noqa: E402
 )
 
 __all__ = [
-    "AbstractImplicitModel", "State", "DERModel", "DERRod", "first_mode_velocity", "ConvergenceError",
-    "SolverStats", "Trajectory", "implicit_step", "simulate", "solve_static", "BandedJacobianSolver",
-    "DenseJacobianSolver", "NewtonResult", "NewtonSolver", "newton_solve", "BDF2", "BackwardEuler",
-    "BDFAlpha", "ImplicitMidpoint", "NewmarkBeta", "Trapezoid", "scheme_from_name", "geometry", "scenes",
+    "BDF2",
+    "AbstractImplicitModel",
+    "BDFAlpha",
+    "BackwardEuler",
+    "BandedJacobianSolver",
+    "ConvergenceError",
+    "DERModel",
+    "DERRod",
+    "DenseJacobianSolver",
+    "ImplicitMidpoint",
+    "NewmarkBeta",
+    "NewtonResult",
+    "NewtonSolver",
+    "SolverStats",
+    "State",
+    "Trajectory",
+    "Trapezoid",
+    "first_mode_velocity",
+    "geometry",
+    "implicit_step",
+    "newton_solve",
+    "scenes",
+    "scheme_from_name",
+    "simulate",
+    "solve_static",
 ]

@@ -14,12 +14,12 @@ import math
 import numpy as np
 
 __all__ = [
-    "zero_crossings",
-    "oscillation_period",
-    "oscillation_frequency",
-    "oscillation_amplitude",
     "decay_time_constant",
+    "oscillation_amplitude",
+    "oscillation_frequency",
+    "oscillation_period",
     "relative_error",
+    "zero_crossings",
 ]
 
 

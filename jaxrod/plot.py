@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["plot_trajectory", "plot_static", "animate_trajectory"]
+__all__ = ["animate_trajectory", "plot_static", "plot_trajectory"]
 
 
 def _new_figure(figsize):

@@ -52,11 +52,14 @@ class Trajectory(eqx.Module):
     Attributes:
         times: ``(T,)`` saved times [s] (the initial state included).
         positions: ``(T, N, 3)`` centerline node positions [m].
-        frames: ``(T, N-1, 3, 3)`` material frames (rows ``m1, m2, t``) or ``None``.
-        twist: ``(T, N-1)`` edge twist angles [rad] or ``None``.
-        q, v: ``(T, ...)`` generalised coordinates and velocities.
+        frames: material frames, rows ``(d1, d2, axis)``: ``(T, N-1, 3, 3)`` on DER edges,
+            ``(T, N, 3, 3)`` at the grid nodes of a shooting (Cosserat) model; or ``None``.
+        twist: ``(T, N-1)`` edge twist angles [rad] (DER) or ``None``.
+        q, v: ``(T, ...)`` generalised coordinates and velocities (DER); for a shooting model the
+            state grids ``[p, h, n, m, q, w]`` ``(T, N, 19)`` and ``[q, w, v, u]`` ``(T, N, 12)``.
         stats: :class:`SolverStats` for every step.
-        final: :class:`~jaxrod.models.base.State` after the last step (for restarts).
+        final: :class:`~jaxrod.models.base.State` (DER) or
+            :class:`~jaxrod.models.cosserat.CosseratState` after the last step (for restarts).
         dt: time step [s].
     """
 
@@ -196,7 +199,7 @@ def run_with_progress(run_chunk, carry, n_saves, save_every, n_steps, t0, dt, pr
         n_act = min(chunk, n_saves - done)
         carry, outs_c, stats_c = run_chunk(carry, _f(t), chunk, jnp.asarray(n_act))
         jax.block_until_ready(outs_c)
-        cut = lambda x: x[:n_act]  # noqa: E731
+        cut = lambda x: x[:n_act]
         pieces.append(jax.tree_util.tree_map(cut, outs_c))
         stat_pieces.append(jax.tree_util.tree_map(cut, stats_c))
         done += n_act
@@ -370,7 +373,7 @@ def simulate(
     hist_f, aux_f = carry[0], carry[1]
     times, qs, vs, obs = outs
     obs0 = model.observe(state.q, state.v, state.aux)
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])  # noqa: E731
+    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
     conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
     traj = Trajectory(
         times=cat(jnp.asarray(t0, dtype=times.dtype), times),

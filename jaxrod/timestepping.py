@@ -87,7 +87,7 @@ class BackwardEuler(AbstractScheme):
         q, v, a = hist
         return q + dt * v + dt * dt * a
 
-    def difference_formula(self) -> "DifferenceFormula":
+    def difference_formula(self) -> DifferenceFormula:
         """The same scheme as a first-order :class:`DifferenceFormula` (for shooting models)."""
         return DifferenceFormula.backward_euler()
 
@@ -145,7 +145,7 @@ class BDFAlpha(AbstractScheme):
         g0, g1, g2, _, d1 = _bdf_alpha_gammas(self.alpha)
         return g0 / dt, g1 / dt, g2 / dt, d1
 
-    def difference_formula(self) -> "DifferenceFormula":
+    def difference_formula(self) -> DifferenceFormula:
         """The same scheme as a first-order :class:`DifferenceFormula` (for shooting models)."""
         return DifferenceFormula.bdf_alpha(self.alpha)
 
@@ -216,12 +216,12 @@ class DifferenceFormula(eqx.Module):
 
     # --- named constructors -------------------------------------------------------------
     @classmethod
-    def backward_euler(cls) -> "DifferenceFormula":
+    def backward_euler(cls) -> DifferenceFormula:
         """``y' = (y_i - y_{i-1})/dt``: first order, strongly damping (paper's tau = 0.13 s at 5 ms)."""
         return cls(jnp.array([1.0, -1.0, 0.0, 0.0]), jnp.asarray(0.0))
 
     @classmethod
-    def bdf_alpha(cls, alpha) -> "DifferenceFormula":
+    def bdf_alpha(cls, alpha) -> DifferenceFormula:
         """BDF-alpha of Alberdi Celaya & Anza (2013) as used by Till et al.; ``alpha`` in ``[-0.5, 0]``
         interpolates between the trapezoid rule (-0.5, no damping) and BDF2 (0)."""
         if not isinstance(alpha, jax.core.Tracer):
@@ -232,17 +232,17 @@ class DifferenceFormula(eqx.Module):
         return cls(jnp.stack([g0, jnp.asarray(g1, g0.dtype), g2, jnp.asarray(g3, g0.dtype)]), d1)
 
     @classmethod
-    def bdf2(cls) -> "DifferenceFormula":
+    def bdf2(cls) -> DifferenceFormula:
         """Second-order BDF (``bdf_alpha(0)``), the paper's recommended default."""
         return cls.bdf_alpha(0.0)
 
     @classmethod
-    def trapezoid(cls) -> "DifferenceFormula":
+    def trapezoid(cls) -> DifferenceFormula:
         """Trapezoid rule (``bdf_alpha(-0.5)``): second order, no numerical damping, marginally stable."""
         return cls.bdf_alpha(-0.5)
 
     @classmethod
-    def bdf3(cls) -> "DifferenceFormula":
+    def bdf3(cls) -> DifferenceFormula:
         """Third-order BDF; not A-stable (unstable for the 8.9 Hz benchmark below ~35 ms steps)."""
         return cls(jnp.array([11.0 / 6.0, -3.0, 1.5, -1.0 / 3.0]), jnp.asarray(0.0))
 

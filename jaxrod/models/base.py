@@ -7,6 +7,11 @@ conditions are fixed, and how its non-differentiable reference data ``aux`` (e.g
 frames) is initialised and carried from step to step. Everything else (time schemes, Newton,
 the time loop) is generic and lives in :mod:`jaxrod.timestepping`, :mod:`jaxrod.solvers` and
 :mod:`jaxrod.simulate`.
+
+Shooting models (:class:`~jaxrod.models.cosserat.CosseratModel`) do not fit this interface (their
+unknowns are boundary values, not a configuration): they share the difference formulas, the Newton
+solver and the time-loop helpers of :mod:`jaxrod.simulate`, and :func:`jaxrod.simulate` dispatches
+to them.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ reference values a result is checked against.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -190,7 +190,7 @@ SCENES: dict[str, Callable[..., Scene]] = {
 }
 
 
-from . import till  # noqa: E402  (needs Scene defined above)
+from . import till
 
 
 def get_scene(name: str, **overrides) -> Scene:

@@ -64,7 +64,7 @@ def till_benchmark(
 
 def _table5_rod(length):
     r = 0.5 * ROD_DIAMETER_M
-    I = np.pi * r**4 / 4  # noqa: E741
+    I = np.pi * r**4 / 4
     return CosseratRod.circular(
         length, r, youngs_modulus=TABLE5["EI_Nm2"] / I, density=TABLE5["density_kg_m3"],
         drag=TABLE5["drag_kg_m2"],

@@ -18,20 +18,19 @@ from jaxrod.solvers.linear import (
     block_tridiagonal_solve,
     block_tridiagonal_solve_transpose,
 )
-
-from jaxrod.solvers.newton import NewtonResult, NewtonSolver, newton_solve  # noqa: E402
+from jaxrod.solvers.newton import NewtonResult, NewtonSolver, newton_solve
 
 __all__ = [
-    "NewtonResult",
-    "NewtonSolver",
-    "newton_solve",
     "AbstractJacobianSolver",
     "BandedJacobianSolver",
-    "DenseJacobianSolver",
-    "DenseLU",
     "BlockTridiagonal",
     "BlockTridiagonalFactorization",
+    "DenseJacobianSolver",
+    "DenseLU",
+    "NewtonResult",
+    "NewtonSolver",
     "block_tridiagonal_factor",
     "block_tridiagonal_solve",
     "block_tridiagonal_solve_transpose",
+    "newton_solve",
 ]

@@ -38,9 +38,9 @@ from jaxrod.solvers.linear import (
 
 __all__ = [
     "AbstractJacobianSolver",
+    "BandedJacobianSolver",
     "DenseJacobianSolver",
     "DenseLU",
-    "BandedJacobianSolver",
 ]
 
 

@@ -29,10 +29,10 @@ factorisation's scan.
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import equinox as eqx
 from jax import Array
 
 __all__ = [
@@ -104,7 +104,7 @@ class BlockTridiagonal(eqx.Module):
         return self.diag_blocks.shape[-3]
 
     @classmethod
-    def from_dense(cls, a, block_size: int) -> "BlockTridiagonal":
+    def from_dense(cls, a, block_size: int) -> BlockTridiagonal:
         """Block-tridiagonal part of a dense ``(n, n)`` matrix; entries outside it are dropped."""
         a = jnp.asarray(a)
         n = a.shape[-1]
@@ -149,7 +149,7 @@ class BlockTridiagonal(eqx.Module):
         """``A^T @ v``; ``(n,) -> (n,)``."""
         return self.transpose().matvec(v)
 
-    def transpose(self) -> "BlockTridiagonal":
+    def transpose(self) -> BlockTridiagonal:
         """``A^T`` in the same layout.
 
         ``(A^T)[k, k-1] = A[k-1, k]^T`` and ``(A^T)[k, k+1] = A[k+1, k]^T``.

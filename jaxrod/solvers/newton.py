@@ -51,7 +51,8 @@ class NewtonSolver(eqx.Module):
             them backtrack) before the monotonicity test is enforced.
         fallback: ``None`` or ``"levenberg_marquardt"``: when Newton fails, restart from the
             initial guess with Levenberg-Marquardt on ``|F|^2`` (dense ``jacfwd`` Jacobian, for
-            small systems such as shooting problems) and polish its result with Newton. The
+            small systems such as shooting problems; at most max(4 max_steps, 200) iterations)
+            and polish its result with Newton. The
             counts in the result then include the failed attempt.
     """
 
@@ -284,7 +285,7 @@ def newton_solve(
         if solver.fallback == "levenberg_marquardt":
 
             def rescue(_):
-                x_lm, lm_it = _levenberg_marquardt(g, guess, 4 * solver.max_steps)
+                x_lm, lm_it = _levenberg_marquardt(g, guess, max(4 * solver.max_steps, 200))
                 x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, fac, jnp.asarray(False))
                 return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
 
@@ -292,8 +293,10 @@ def newton_solve(
                 return x, (conv, it, jac, rnorm, err, fac)
 
             x, (conv, it, jac, rnorm, err, fac) = jax.lax.cond(conv, keep, rescue, None)
-        # custom_root builds int/bool tangents for integer aux outputs (rejected by JAX): pass floats
+        # custom_root builds int/bool tangents for integer aux outputs (rejected by JAX): pass
+        # floats, including integer leaves of the factorisation (LU pivots), cast back below
         dt = x.dtype
+        fac = jax.tree_util.tree_map(lambda a: a.astype(dt) if not jnp.issubdtype(a.dtype, jnp.floating) else a, fac)
         return x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac)
 
     def tangent_solve(g, y):
@@ -307,6 +310,7 @@ def newton_solve(
 
     flat, aux = jax.lax.custom_root(f, flat0, solve, tangent_solve, has_aux=True)
     converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
+    fac = jax.tree_util.tree_map(lambda a, ref: a.astype(ref.dtype), fac, factorization)
     return NewtonResult(
         unravel(flat), converged > 0.5, iterations.astype(jnp.int32), jacobians.astype(jnp.int32), rnorm, err, fac
     )

@@ -14,6 +14,16 @@ from .simulate import (
 )
 
 __all__ = [
-    "Constant", "Hat", "PointLoad", "ReleasedAt", "CosseratModel", "CosseratRod", "CosseratState",
-    "DEFAULT_SOLVER", "DEFAULT_STATIC_SOLVER", "shooting_step", "simulate_cosserat", "solve_static_cosserat",
+    "DEFAULT_SOLVER",
+    "DEFAULT_STATIC_SOLVER",
+    "Constant",
+    "CosseratModel",
+    "CosseratRod",
+    "CosseratState",
+    "Hat",
+    "PointLoad",
+    "ReleasedAt",
+    "shooting_step",
+    "simulate_cosserat",
+    "solve_static_cosserat",
 ]

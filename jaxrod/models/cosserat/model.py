@@ -26,7 +26,7 @@ components (sec. 1.5 of the spec); ``kirchhoff=True`` is the unshearable, inexte
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax

@@ -89,7 +89,7 @@ class CosseratRod(eqx.Module):
         damping_se=0.0,
         damping_bt=0.0,
         u_star=(0.0, 0.0, 0.0),
-    ) -> "CosseratRod":
+    ) -> CosseratRod:
         """Solid circular cross-section of ``radius`` [m]: ``A = pi r^2``, ``I = pi r^4/4``, ``Izz = 2 I``.
 
         ``shear_modulus`` defaults to ``E / (2 (1 + poisson_ratio))``; ``drag`` [kg/m^2] and the
@@ -103,7 +103,7 @@ class CosseratRod(eqx.Module):
             shear_modulus = youngs_modulus / (2.0 * (1.0 + poisson_ratio))
         r = jnp.asarray(radius, dtype=float)
         i = jnp.pi * r**4 / 4
-        vec = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=float), (3,))  # noqa: E731
+        vec = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=float), (3,))
         return cls(
             length=float(length),
             area=jnp.pi * r**2,

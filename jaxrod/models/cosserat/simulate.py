@@ -28,7 +28,12 @@ from ...simulate import (
     validate_steps,
 )
 from ...solvers.jacobian import DenseJacobianSolver
-from ...solvers.newton import NewtonResult, NewtonSolver, newton_solve, placeholder_factorization
+from ...solvers.newton import (
+    NewtonResult,
+    NewtonSolver,
+    newton_solve,
+    placeholder_factorization,
+)
 from ...timestepping import DifferenceFormula
 from .model import W_SIZE, CosseratModel
 
@@ -39,10 +44,9 @@ DEFAULT_SOLVER = NewtonSolver(
     rtol=1e-10, atol=1e-10, max_steps=25, linear_solver=DenseJacobianSolver(), reuse_jacobian=True,
     fallback="levenberg_marquardt",
 )
-#: Static solves may start far from the solution: more steps.
-DEFAULT_STATIC_SOLVER = NewtonSolver(
-    rtol=1e-11, atol=1e-11, max_steps=100, linear_solver=DenseJacobianSolver(), fallback="levenberg_marquardt"
-)
+#: Static solves may start far from the solution: more steps (for hard cases use ``load_steps`` or
+#: ``fallback="levenberg_marquardt"``; the fallback doubles the compile time).
+DEFAULT_STATIC_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=100, linear_solver=DenseJacobianSolver())
 
 
 class CosseratState(eqx.Module):
@@ -219,7 +223,7 @@ def simulate_cosserat(
 
     carrier_f, G_f, y_f, _ = carry
     times, ys, ws, Gs = outs
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])  # noqa: E731
+    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
     y_all = cat(state0.y, ys)
     conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
     traj = Trajectory(

@@ -5,4 +5,4 @@ from .dynamics import DER_BANDWIDTH, DERModel, first_mode_velocity
 from .frames import ReferenceFrames
 from .rod import DERRod, helix_points
 
-__all__ = ["DERModel", "DERRod", "ReferenceFrames", "first_mode_velocity", "helix_points", "DER_BANDWIDTH"]
+__all__ = ["DER_BANDWIDTH", "DERModel", "DERRod", "ReferenceFrames", "first_mode_velocity", "helix_points"]

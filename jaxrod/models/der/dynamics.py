@@ -10,7 +10,7 @@ and super-diagonals; it is built from 21 coloured JVPs and solved in O(N).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -21,7 +21,15 @@ from ...solvers.jacobian import BandedJacobianSolver
 from ...validation import check_finite, check_shape, is_traced
 from ..base import AbstractImplicitModel, State
 from .energies import bending_energy, stretching_energy, twisting_energy
-from .frames import ReferenceFrames, initial_frames, kinematics, material_directors, update_frames, transport_directors, edges
+from .frames import (
+    ReferenceFrames,
+    edges,
+    initial_frames,
+    kinematics,
+    material_directors,
+    transport_directors,
+    update_frames,
+)
 from .rod import DERRod
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
@@ -63,8 +71,8 @@ class DERModel(AbstractImplicitModel):
     v0: jax.Array
     fixed_nodes: tuple = eqx.field(static=True, default=())
     fixed_edges: tuple = eqx.field(static=True, default=())
-    force_fn: Optional[Callable] = eqx.field(static=True, default=None)
-    motion: Optional[Callable] = eqx.field(static=True, default=None)
+    force_fn: Callable | None = eqx.field(static=True, default=None)
+    motion: Callable | None = eqx.field(static=True, default=None)
     load_factor: jax.Array = 1.0
 
     def __init__(

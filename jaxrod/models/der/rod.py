@@ -13,7 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...validation import check_finite, check_positive, check_range, check_shape, is_traced
+from ...validation import (
+    check_finite,
+    check_positive,
+    check_range,
+    check_shape,
+    is_traced,
+)
 from .frames import curvature_binormal, edges, initial_frames, material_curvatures
 
 
@@ -121,7 +127,7 @@ class DERRod(eqx.Module):
         shear_modulus=None,
         natural_curvature=None,
         natural_twist=None,
-    ) -> "DERRod":
+    ) -> DERRod:
         """Rod whose rest shape is the polyline ``points`` ``(N, 3)`` [m].
 
         Args:
@@ -188,7 +194,7 @@ class DERRod(eqx.Module):
         start=(0.0, 0.0, 0.0),
         handedness: int = 1,
         **material,
-    ) -> "DERRod":
+    ) -> DERRod:
         """Helix about the -z axis: node ``k`` at ``(R cos phi, s R sin phi, -p phi / (2 pi))`` shifted so
         the first node is at ``start``; ``n_nodes`` nodes over ``contour_length`` [m].
 

@@ -60,4 +60,9 @@ __all__ = [
     "scheme_from_name",
     "simulate",
     "solve_static",
+    "CosseratModel",
+    "CosseratRod",
+    "CosseratState",
+    "PointLoad",
+    "DifferenceFormula",
 ]

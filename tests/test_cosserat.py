@@ -15,7 +15,14 @@ import pytest
 
 import jaxrod
 from jaxrod import analysis
-from jaxrod.models.cosserat import CosseratModel, CosseratRod, Hat, PointLoad, ReleasedAt, solve_static_cosserat
+from jaxrod.models.cosserat import (
+    CosseratModel,
+    CosseratRod,
+    Hat,
+    PointLoad,
+    ReleasedAt,
+    solve_static_cosserat,
+)
 from jaxrod.scenes import get_scene
 from jaxrod.timestepping import BDFAlpha, DifferenceFormula, ImplicitMidpoint
 

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 from . import geometry, scenes
 from .models.base import AbstractImplicitModel, State
+from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
 from .models.der import DERModel, DERRod, first_mode_velocity
 from .simulate import (
     ConvergenceError,

@@ -110,6 +110,11 @@ def test_unknown_scene():
         (["simulate", "cantilever-a1", "--scheme", "euler"], "--scheme"),
         (["simulate", "cantilever-a1", "--n-nodes", "5", "--duration", "1", "--save-every", "3"], "--save-every"),
         (["simulate", "cantilever-static", "--n-nodes", "5", "--animate", "x.gif"], "static"),
+        (["simulate", "till-benchmark", "--scheme", "implicit_midpoint"], "shooting"),
+        (["simulate", "till-benchmark", "--scheme", "bdf_alpha"], "--alpha"),
+        (["simulate", "till-benchmark", "--scheme", "bdf_alpha", "--alpha", "0.3"], "alpha in [-0.5, 0]"),
+        (["simulate", "till-benchmark", "--alpha", "-0.2"], "--scheme bdf_alpha"),
+        (["simulate", "cantilever-a1", "--kirchhoff"], "till-*"),
         ([], "COMMAND"),
     ],
 )
@@ -138,3 +143,17 @@ def test_python_m_jaxrod_scenes():
     for name in scenes.SCENES:
         assert name in proc.stdout
     assert len(proc.stdout.strip().splitlines()) == len(scenes.SCENES)
+
+
+def test_simulate_till_benchmark_reports_first_mode(tmp_path):
+    """Shooting scene from the command line: the 0.5 N release oscillates near the 8.9 Hz mode."""
+    png = tmp_path / "till.png"
+    rc, out, err = run_cli(["simulate", "till-benchmark", "--n-nodes", "30", "--integrator", "euler",
+                            "--scheme", "bdf_alpha", "--alpha", "-0.4", "--duration", "0.4",
+                            "--plot", str(png), "--no-progress"])
+    assert rc == 0, err
+    assert "80 steps" in out and "tip x-displacement" in out
+    period = _number(r"period about the mean\s*([0-9.eE+-]+) s", out)
+    assert 1 / period == pytest.approx(scenes.get_scene("till-benchmark").reference["first_mode_hz"], rel=0.05)
+    with Image.open(png) as im:
+        assert im.size[0] > 100

@@ -165,8 +165,7 @@ def _scheme_name(scheme):
     from .timestepping import DifferenceFormula
 
     if isinstance(scheme, DifferenceFormula):
-        g, d1 = [float(x) for x in scheme.gammas], float(scheme.d1)
-        return f"difference formula c*dt = ({g[0]:.4g}, {g[1]:.4g}, {g[2]:.4g}, {g[3]:.4g}), d1 = {d1:.4g}"
+        return scheme.describe()
     return type(scheme).__name__
 
 

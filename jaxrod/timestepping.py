@@ -246,6 +246,22 @@ class DifferenceFormula(eqx.Module):
         """Third-order BDF; not A-stable (unstable for the 8.9 Hz benchmark below ~35 ms steps)."""
         return cls(jnp.array([11.0 / 6.0, -3.0, 1.5, -1.0 / 3.0]), jnp.asarray(0.0))
 
+    def describe(self) -> str:
+        """Human-readable name (host-side): ``backward Euler``, ``BDF2``, ``BDF3``, ``trapezoid``,
+        ``BDF-alpha(a)``, or the coefficients."""
+        g, d1 = np.asarray(self.gammas, float), float(np.asarray(self.d1))
+        if np.allclose(g, [1, -1, 0, 0]) and d1 == 0:
+            return "backward Euler"
+        if np.allclose(g, [11 / 6, -3, 1.5, -1 / 3]) and d1 == 0:
+            return "BDF3"
+        if g[3] == 0 and g[1] == -2 and d1 > -1:
+            a = d1 / (1 - d1)  # d1 = a / (1 + a)
+            if np.allclose(g, [*_bdf_alpha_gammas(a)[:4]]):
+                return "BDF2" if a == 0 else f"BDF-alpha({a:.4g})"
+        if np.allclose(g, [2, -2, 0, 0]) and d1 == -1:
+            return "trapezoid"
+        return f"difference formula c*dt = {tuple(round(float(x), 6) for x in g)}, d1 = {d1:.6g}"
+
     # --- use --------------------------------------------------------------------------------
     def c0(self, dt):
         """Coefficient of the current value [1/s]."""

@@ -367,3 +367,10 @@ def test_non_convergence_is_reported_with_step_and_time():
         jaxrod.simulate(model, dt=0.005, n_steps=30, solver=hopeless)
     tr = jaxrod.simulate(model, dt=0.005, n_steps=30, solver=hopeless, throw=False)
     assert tr.stats.first_failure() == 0
+
+
+def test_difference_formula_names():
+    names = [f.describe() for f in (DifferenceFormula.backward_euler(), DifferenceFormula.bdf2(),
+                                    DifferenceFormula.bdf3(), DifferenceFormula.trapezoid(),
+                                    DifferenceFormula.bdf_alpha(-0.2))]
+    assert names == ["backward Euler", "BDF2", "BDF3", "trapezoid", "BDF-alpha(-0.2)"]

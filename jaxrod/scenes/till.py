@@ -10,7 +10,8 @@ points along ``+z`` (identity base quaternion); gravity and every transverse loa
 * ``till-weight-release``: sec. 4 weight release with the Table 5 values (EI 0.0380 N m^2,
   rho 7602 kg/m^3, C 2.09 g/m^2): 1.42 mm rod, L 0.408 m, a 20 g weight (0.196 N) released at t = 0.
 * ``till-impulse``: sec. 4 impulse near the base: L 0.517 m, same rod, a hat-shaped point force
-  (peak 5 N, duration 16 ms) along +x at s = 45.8 mm (location from the authors' later code).
+  (peak 5 N, duration 16 ms) along +x at s = 45.8 mm (location from the authors' later code);
+  multiple shooting with 3 segments.
 """
 
 from __future__ import annotations
@@ -73,11 +74,15 @@ def _table5_rod(length):
 
 def till_weight_release(
     *, n_points: int = 100, dt: float | None = None, duration: float | None = None,
-    integrator: str = "rk4", kirchhoff: bool = False, mass: float = 0.020,
+    integrator: str = "rk4", kirchhoff: bool = False, mass: float = 0.020, segments: int = 3,
 ):
-    """Till et al. sec. 4 weight release (Table 5 parameters; Poisson 0.3 for G, not stated)."""
+    """Till et al. sec. 4 weight release (Table 5 parameters; Poisson 0.3 for G, not stated).
+
+    Multiple shooting with 3 segments by default: measured 2x faster than simple shooting here
+    (4.8 vs 7.8 Newton iterations per step; simple shooting needs the LM fallback on some steps)."""
     model = CosseratModel(
         _table5_rod(0.408), n_points=n_points, integrator=integrator, kirchhoff=kirchhoff, gravity=GRAVITY,
+        segments=segments,
         tip_force=(-float(mass) * 9.81, 0.0, 0.0), tip_profile=ReleasedAt(0.0),
     )
     return _scene_cls()(
@@ -94,13 +99,17 @@ def till_weight_release(
 def till_impulse(
     *, n_points: int = 100, dt: float | None = None, duration: float | None = None,
     integrator: str = "rk4", kirchhoff: bool = False, peak: float = 5.0, width: float = 0.016,
-    location: float = 0.0458,
+    location: float = 0.0458, segments: int = 3,
 ):
-    """Till et al. sec. 4 impulse near the base: hat force of ``peak`` [N] over ``width`` [s]."""
+    """Till et al. sec. 4 impulse near the base: hat force of ``peak`` [N] over ``width`` [s].
+
+    Simple shooting fails here at every dt tried (1-4 ms: the 5 N kick is 35 EI/L^2 and the
+    shooting map amplifies errors by ~e^(kL), kL ~ 8-12); the paper used a modified shooting
+    method. Default: multiple shooting with ``segments = 3`` (``n_points - 1`` must be divisible)."""
     load = PointLoad(location, force=(float(peak), 0.0, 0.0), profile=Hat(width, 0.0))
     model = CosseratModel(
         _table5_rod(0.517), n_points=n_points, integrator=integrator, kirchhoff=kirchhoff, gravity=GRAVITY,
-        point_loads=(load,),
+        point_loads=(load,), segments=segments,
     )
     return _scene_cls()(
         "till-impulse",

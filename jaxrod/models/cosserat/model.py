@@ -14,7 +14,9 @@ constitutive law (eq. 6). The *grid variables* whose time derivatives appear are
 
 Shooting: the unknown base force and moment ``G = [n(0), m(0)]`` (scaled by ``EI/L^2`` and
 ``EI/L``) are guessed, the ODE is integrated from base to tip (explicit Euler or classic RK4, in
-``jax.lax.scan``, with jumps at point loads) and the distal boundary condition is the residual:
+``jax.lax.scan``, with jumps at point loads) and the distal boundary condition is the residual
+(with ``segments > 1``, multiple shooting: the states at segment starts are unknowns too, the
+segments are integrated in parallel with ``jax.vmap`` and continuity joins them):
 
     ``n(L) = F_tip + m_tip (g - a_tip)``,  ``m(L) = M_tip - R (J_tip w_t + w x J_tip w)``.
 
@@ -113,6 +115,12 @@ class CosseratModel(eqx.Module):
         point_loads: tuple of :class:`~jaxrod.models.cosserat.loads.PointLoad`.
         base_position: ``(3,)`` [m]; base_quaternion: ``(4,)`` scalar-first.
         base_motion: optional ``t -> (p (3,), h (4,))``; base velocities come from its derivative.
+        segments: number of multiple-shooting segments (must divide ``n_points - 1``). With
+            ``1`` (simple shooting) the unknowns are the 6 base loads; with ``K > 1`` the state
+            (19 values) at the start of each further segment is guessed too and continuity is
+            enforced at the joints. That bounds the growth of errors over one segment: hard steps
+            (the impulse near the base, small dt, long rods) converge where simple shooting fails,
+            at ~(6 + 19 (K - 1)) / 6 times the cost of a Jacobian.
     """
 
     rod: CosseratRod
@@ -132,6 +140,7 @@ class CosseratModel(eqx.Module):
     base_position: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
     base_quaternion: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(1.0, 0.0, 0.0, 0.0))
     base_motion: Callable | None = eqx.field(static=True, default=None)
+    segments: int = eqx.field(static=True, default=1)
 
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
@@ -162,6 +171,12 @@ class CosseratModel(eqx.Module):
                     f"PointLoad.s = {pl.s} m must lie strictly inside the rod (0, {self.rod.length}); "
                     "use tip_force/tip_moment at the tip"
                 )
+        K = int(self.segments)
+        if K < 1 or (int(self.n_points) - 1) % K or (int(self.n_points) - 1) // K < 1:
+            raise ValueError(
+                f"segments must be >= 1 and divide n_points - 1 = {int(self.n_points) - 1} "
+                f"(equal multiple-shooting segments), got segments={self.segments}"
+            )
         self.grid()  # raises if point loads cannot get distinct grid nodes
 
     # ---- grid ------------------------------------------------------------------------------------
@@ -273,19 +288,64 @@ class CosseratModel(eqx.Module):
             jumps = jumps.at[k].add(-a * jnp.concatenate([pl.force, pl.moment]))
         return jumps
 
-    def integrate(self, G, t, P: StepConstants, wh, load_factor=1.0):
-        """Integrate from the base with scaled base loads ``G (6,)`` at time ``t``.
+    # ---- shooting unknowns ---------------------------------------------------------------------------
+    @property
+    def n_unknowns(self) -> int:
+        """Size of the shooting unknown: 6 base loads + 19 per interior segment start."""
+        return 6 + Y_SIZE * (int(self.segments) - 1)
 
-        Returns ``(y (N, 19), w (N, 12), (n_L, m_L))``; ``y`` has ``n, m`` in the global frame.
+    def _segment_starts(self) -> np.ndarray:
+        m = (int(self.n_points) - 1) // int(self.segments)
+        return np.arange(int(self.segments)) * m
+
+    def state_scale(self):
+        """``(19,)`` scales of ``[p, h, n, m, q, w]`` in the multiple-shooting unknowns."""
+        L = self.rod.length
+        fs, ms_ = self.load_scales()
+        one = jnp.ones(3)
+        return jnp.concatenate([L * one, jnp.ones(4), fs * one, ms_ * one, one, one / L])
+
+    def unknowns_from_grid(self, y, G):
+        """Shooting unknowns from scaled base loads ``G (6,)`` and a state grid ``y (N, 19)``
+        (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts."""
+        if int(self.segments) == 1:
+            return G
+        ys = y[self._segment_starts()[1:]]
+        if self.frame == "local":
+            Rt = jnp.swapaxes(quat_to_rotation(ys[:, 3:7]), -1, -2)
+            ys = ys.at[:, 7:10].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 7:10]))
+            ys = ys.at[:, 10:13].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 10:13]))
+        return jnp.concatenate([G, (ys / self.state_scale()).ravel()])
+
+    def rest_grid(self, t=0.0):
+        """``(N, 19)`` straight rest configuration from the base pose at ``t`` (no loads, at rest):
+        the initial guess of a static multiple-shooting solve."""
+        p0, h0, _, _ = self.base_state(t)
+        R0 = quat_to_rotation(h0)
+        s = jnp.asarray(self.grid())
+        n = int(self.n_points)
+        p = p0 + s[:, None] * (R0 @ self.rod.v_star)[None]
+        return jnp.concatenate([p, jnp.broadcast_to(h0, (n, 4)), jnp.zeros((n, 12))], axis=1)
+
+    def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+        """Integrate from the base (and, with ``segments > 1``, from each guessed segment start)
+        with shooting unknowns ``x`` at time ``t``.
+
+        Returns ``(y (N, 19), w (N, 12), (n_L, m_L, R_L), continuity (segments-1, 19))``; ``y`` has
+        ``n, m`` in the global frame; ``continuity`` is the scaled mismatch at segment joints.
         """
         fs, ms_ = self.load_scales()
+        G = x[:6]
         p0, h0, q0, w0 = self.base_state(t)
-        n0, m0 = G[:3] * fs, G[3:] * ms_
+        n0, m0 = G[:3] * fs, G[3:6] * ms_
         local = self.frame == "local"
         if local:
             R0 = quat_to_rotation(h0)
             n0, m0 = R0.T @ n0, R0.T @ m0
         y0 = jnp.concatenate([p0, h0, n0, m0, q0, w0])
+        K = int(self.segments)
+        scale = self.state_scale()
+        starts = jnp.concatenate([y0[None], x[6:].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
         s = jnp.asarray(self.grid())
         ds = jnp.diff(s)
         jumps = self._jumps(t, load_factor)
@@ -314,10 +374,14 @@ class CosseratModel(eqx.Module):
                 y1 = y + d * k1
             return y1, (y, z)
 
-        yN, (ys, zs) = jax.lax.scan(body, y0, (ds, wh[:-1], wh_mid, wh[1:], jumps[:-1]))
+        per_interval = (ds, wh[:-1], wh_mid, wh[1:], jumps[:-1])
+        chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, -1, *a.shape[1:]), per_interval)
+        ends, (ys, zs) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
+        continuity = (ends[:-1] - starts[1:]) / scale
+        yN = ends[-1]
         _, zN = self.rhs(yN, wh[-1], P)
-        y = jnp.concatenate([ys, yN[None]])
-        w = jnp.concatenate([zs, zN[None]])
+        y = jnp.concatenate([ys.reshape(-1, Y_SIZE), yN[None]])
+        w = jnp.concatenate([zs.reshape(-1, W_SIZE), zN[None]])
         RN = quat_to_rotation(yN[3:7])
         nL, mL = yN[7:10], yN[10:13]
         if local:
@@ -325,7 +389,7 @@ class CosseratModel(eqx.Module):
             y = y.at[:, 7:10].set(jnp.einsum("nij,nj->ni", R, y[:, 7:10]))
             y = y.at[:, 10:13].set(jnp.einsum("nij,nj->ni", R, y[:, 10:13]))
             nL, mL = RN @ nL, RN @ mL
-        return y, w, (nL, mL, RN)
+        return y, w, (nL, mL, RN), continuity
 
     def tip_residual(self, yN_loads, wN, whN, t, P: StepConstants, load_factor=1.0):
         """Scaled distal boundary-condition mismatch ``(6,)`` (zero at the solution)."""
@@ -341,10 +405,11 @@ class CosseratModel(eqx.Module):
         m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w))
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
-    def shooting_residual(self, G, t, P: StepConstants, wh, load_factor=1.0):
-        """Scaled tip residual ``(6,)`` as a function of the scaled base loads ``G``."""
-        _, w, yN = self.integrate(G, t, P, wh, load_factor)
-        return self.tip_residual(yN, w[-1], wh[-1], t, P, load_factor)
+    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
+        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, then the tip condition."""
+        _, w, yN, continuity = self.integrate(x, t, P, wh, load_factor)
+        tip = self.tip_residual(yN, w[-1], wh[-1], t, P, load_factor)
+        return jnp.concatenate([continuity.ravel(), tip])
 
     # ---- outputs ------------------------------------------------------------------------------------
     def frames(self, y):

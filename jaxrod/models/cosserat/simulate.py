@@ -55,7 +55,8 @@ class CosseratState(eqx.Module):
     Attributes:
         y: ``(N, 19)`` grid of ``[p, h, n, m, q, w]`` (``n``, ``m`` global).
         w: ``(N, 12)`` grid of ``[q, w, v, u]`` (velocities and strains).
-        base_loads: ``(6,)`` scaled base force and moment (the shooting unknowns).
+        base_loads: the shooting unknowns: ``(6,)`` scaled base force and moment, followed
+            with multiple shooting by the scaled states at the segment starts.
         carrier: history carrier of the difference formula (``None`` before the first step:
             a rest history is then assumed, ``w_t = 0``).
     """
@@ -96,7 +97,7 @@ def _static(model: CosseratModel, t, guess, solver, load_steps):
     factors = jnp.arange(1, load_steps + 1) / load_steps
     G, results = jax.lax.scan(increment, guess, factors)
     P = model.step_constants(0.0)
-    y, w, _ = model.integrate(G, t, P, wh)
+    y, w, _, _ = model.integrate(G, t, P, wh)
     last = jax.tree_util.tree_map(lambda x: x[-1], results)
     last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
     last = eqx.tree_at(lambda r: r.converged, last, jnp.all(results.converged))
@@ -119,7 +120,11 @@ def solve_static_cosserat(
     if int(load_steps) < 1:
         raise ValueError(f"load_steps must be >= 1, got {load_steps}")
     solver = DEFAULT_STATIC_SOLVER if solver is None else solver
-    guess = jnp.zeros(6) if guess is None else jnp.asarray(guess, dtype=float)
+    if guess is None:
+        guess = model.unknowns_from_grid(model.rest_grid(t), jnp.zeros(6))
+    guess = jnp.asarray(guess, dtype=float)
+    if guess.shape != (model.n_unknowns,):
+        raise ValueError(f"guess must have shape ({model.n_unknowns},) (the shooting unknowns), got {guess.shape}")
     state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
     if throw:
         if _is_traced(res.converged):
@@ -149,7 +154,7 @@ def shooting_step(
         lambda g, _: model.shooting_residual(g, t_new, P, wh), G, None, solver,
         factorization=factorization, have_factorization=have_factorization,
     )
-    y, w, _ = model.integrate(res.value, t_new, P, wh)
+    y, w, _, _ = model.integrate(res.value, t_new, P, wh)
     return formula.advance(carrier, w, wh, dt), res.value, y, w, res
 
 

@@ -1,0 +1,67 @@
+"""Piecewise-constant-strain (PCS) rod model (Ishigaki, Ayusawa, Yamamoto, RA-L 2024).
+
+kinematics.py: closed-form segment exponentials ``expA``, the tangent operator ``tangent_C`` and
+its time derivative, forward kinematics over segments, body velocities/accelerations (eqs. 11,
+14) and an optional reduced strain basis. Twists are angular-first, the rod axis is local x.
+dynamics.py: the rod (:class:`PCSRod`), recursive inverse dynamics and the implicit model
+(:class:`PCSModel`) used with :func:`jaxrod.simulate` (Newmark-beta) and :func:`jaxrod.solve_static`.
+"""
+
+from .dynamics import PCSModel, PCSRod, inverse_dynamics
+
+from .kinematics import (
+    STRAIN_MODES,
+    XI_STRAIGHT,
+    PCSPoses,
+    StrainBasis,
+    ad,
+    ad_vee,
+    adjoint,
+    base_pose,
+    coad,
+    exp_se3,
+    expA,
+    expA_inv,
+    forward_kinematics,
+    homogeneous,
+    point_acceleration,
+    point_twists,
+    point_velocity,
+    poses_at,
+    segment_frames,
+    segment_velocities,
+    tangent_C,
+    tangent_C_and_dot,
+    tangent_C_dot,
+    velocities_at,
+)
+
+__all__ = [
+    "PCSModel",
+    "PCSRod",
+    "inverse_dynamics",
+    "STRAIN_MODES",
+    "XI_STRAIGHT",
+    "PCSPoses",
+    "StrainBasis",
+    "ad",
+    "ad_vee",
+    "adjoint",
+    "base_pose",
+    "coad",
+    "expA",
+    "expA_inv",
+    "exp_se3",
+    "forward_kinematics",
+    "homogeneous",
+    "point_acceleration",
+    "point_twists",
+    "point_velocity",
+    "poses_at",
+    "segment_frames",
+    "segment_velocities",
+    "tangent_C",
+    "tangent_C_and_dot",
+    "tangent_C_dot",
+    "velocities_at",
+]

@@ -1,0 +1,322 @@
+"""Piecewise-constant-strain (PCS) rod dynamics (Ishigaki, Ayusawa & Yamamoto, RA-L 2024):
+cross-section, material (:class:`PCSRod`), the recursive inverse dynamics (:func:`inverse_dynamics`)
+and the implicit model (:class:`PCSModel`) that plugs into :func:`jaxrod.simulate` (Newmark-beta,
+backward Euler, ...) and :func:`jaxrod.solve_static`.
+
+Generalised coordinates ``q (n m,)``: the active strain modes of every segment, ``xi_i = B q_i +
+xi*_i`` (:class:`~jaxrod.models.pcs.kinematics.StrainBasis`; all six modes by default, as in the
+paper). The equation of motion is the residual of eq. (25),
+
+    ``h(q, qd, qdd) = B^T [ ID(xi, xidot, xiddot) + K (xi - xi*) + D xidot ] = 0``,
+
+with ``ID`` the PCS recursive Newton-Euler inverse dynamics (eqs. 11, 14, 16-18 with Gauss-Legendre
+quadrature; gravity by the base-acceleration trick), ``K = blkdiag(ell_i Sigma)``,
+``Sigma = diag(G Jx, E Jy, E Jz, E A, G A, G A)`` and ``D = blkdiag(ell_i Upsilon)``,
+``Upsilon = mu diag(Jx, 3 Jy, 3 Jz, 3 A, A, A)`` (Renda / SoRoSim convention, spec sec. 3.5).
+Its Jacobians come from ``jax.jacfwd`` through the recursion (the paper's CMTM analytic gradients
+are not implemented yet).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...solvers.jacobian import DenseJacobianSolver
+from ...validation import check_finite, check_positive, check_shape, is_traced
+from ..base import AbstractImplicitModel, State
+from .kinematics import (
+    XI_STRAIGHT,
+    StrainBasis,
+    ad,
+    expA_inv,
+    forward_kinematics,
+    point_twists,
+    poses_at,
+    segment_velocities,
+    tangent_C,
+    velocities_at,
+)
+
+
+class PCSRod(eqx.Module):
+    """Material and cross-section of a PCS rod with ``n_segments`` equal segments.
+
+    Attributes:
+        length: total length L [m] (static).
+        n_segments: number of constant-strain segments (static, >= 1).
+        area: A [m^2]; second_moments: ``(Jx, Jy, Jz)`` [m^4], ``Jx`` polar (rod axis = local x).
+        youngs_modulus: E [Pa]; shear_modulus: G [Pa]; density: rho [kg/m^3].
+        viscosity: shear viscosity mu [Pa s] (Kelvin-Voigt, spec sec. 3.5).
+        rest_strain: ``(n_segments, 6)`` reference strains xi* (straight: ``[0,0,0,1,0,0]``).
+    """
+
+    length: float = eqx.field(static=True)
+    n_segments: int = eqx.field(static=True)
+    area: jax.Array
+    second_moments: jax.Array
+    youngs_modulus: jax.Array
+    shear_modulus: jax.Array
+    density: jax.Array
+    viscosity: jax.Array
+    rest_strain: jax.Array
+
+    def __check_init__(self):
+        if not (np.isfinite(self.length) and self.length > 0):
+            raise ValueError(f"length must be a finite number > 0 m, got {self.length}")
+        if int(self.n_segments) < 1:
+            raise ValueError(f"n_segments must be >= 1, got {self.n_segments}")
+        check_positive("area", self.area, "m^2")
+        check_shape("second_moments", self.second_moments, (3,))
+        check_positive("second_moments", self.second_moments, "m^4")
+        check_positive("youngs_modulus", self.youngs_modulus, "Pa")
+        check_positive("shear_modulus", self.shear_modulus, "Pa")
+        check_positive("density", self.density, "kg/m^3")
+        if not is_traced(self.viscosity):
+            v = float(np.asarray(self.viscosity))
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"viscosity must be finite and >= 0 Pa s, got {self.viscosity}")
+        check_shape("rest_strain", self.rest_strain, (int(self.n_segments), 6))
+        check_finite("rest_strain", self.rest_strain)
+
+    @classmethod
+    def rectangular(
+        cls, length, n_segments, width, thickness, *, youngs_modulus, density, poisson_ratio=0.5,
+        viscosity=0.0, rest_strain=None,
+    ) -> PCSRod:
+        """Rectangular section: ``width`` [m] along local y, ``thickness`` [m] along local z
+        (``Jy = w t^3/12`` bends about y, the easy axis when ``t < w``; ``Jx = Jy + Jz``)."""
+        check_positive("width", width, "m")
+        check_positive("thickness", thickness, "m")
+        w, t = float(width), float(thickness)
+        jy, jz = w * t**3 / 12, t * w**3 / 12
+        return cls._make(length, n_segments, w * t, (jy + jz, jy, jz), youngs_modulus, density, poisson_ratio,
+                         viscosity, rest_strain)
+
+    @classmethod
+    def circular(
+        cls, length, n_segments, radius, *, youngs_modulus, density, poisson_ratio=0.5, viscosity=0.0,
+        rest_strain=None,
+    ) -> PCSRod:
+        """Solid circular section of ``radius`` [m]."""
+        check_positive("radius", radius, "m")
+        r = float(radius)
+        j = np.pi * r**4 / 4
+        return cls._make(length, n_segments, np.pi * r**2, (2 * j, j, j), youngs_modulus, density, poisson_ratio,
+                         viscosity, rest_strain)
+
+    @classmethod
+    def _make(cls, length, n, area, moments, E, rho, nu, mu, rest_strain):
+        if not (-1.0 < nu <= 0.5):
+            raise ValueError(f"poisson_ratio must be in (-1, 0.5], got {nu}")
+        check_positive("youngs_modulus", E, "Pa")
+        if int(n) < 1:
+            raise ValueError(f"n_segments must be >= 1, got {n}")
+        xi_ref = np.tile(XI_STRAIGHT, (int(n), 1)) if rest_strain is None else rest_strain
+        E = jnp.asarray(E, dtype=float)
+        return cls(
+            length=float(length), n_segments=int(n), area=jnp.asarray(area, dtype=float),
+            second_moments=jnp.asarray(moments, dtype=float), youngs_modulus=E,
+            shear_modulus=E / (2.0 * (1.0 + nu)), density=jnp.asarray(rho, dtype=float),
+            viscosity=jnp.asarray(mu, dtype=float), rest_strain=jnp.asarray(xi_ref, dtype=float),
+        )
+
+    @property
+    def segment_lengths(self):
+        return jnp.full(int(self.n_segments), self.length / int(self.n_segments))
+
+    @property
+    def stiffness_density(self):
+        """``(6,)`` Sigma = ``(G Jx, E Jy, E Jz, E A, G A, G A)``."""
+        E, G, A, J = self.youngs_modulus, self.shear_modulus, self.area, self.second_moments
+        return jnp.stack([G * J[0], E * J[1], E * J[2], E * A, G * A, G * A])
+
+    @property
+    def damping_density(self):
+        """``(6,)`` Upsilon = ``mu (Jx, 3 Jy, 3 Jz, 3 A, A, A)``."""
+        A, J = self.area, self.second_moments
+        return self.viscosity * jnp.stack([J[0], 3 * J[1], 3 * J[2], 3 * A, A, A])
+
+    @property
+    def screw_inertia(self):
+        """``(6,)`` diagonal of the screw inertia density rho diag(Jx, Jy, Jz, A, A, A) [kg m, kg/m]."""
+        J = self.second_moments
+        return self.density * jnp.stack([J[0], J[1], J[2], self.area, self.area, self.area])
+
+
+def _gauss_legendre(n_quad):
+    x, w = np.polynomial.legendre.leggauss(int(n_quad))
+    return 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
+
+
+def inverse_dynamics(rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, n_quad=4):
+    """PCS recursive Newton-Euler inverse dynamics (spec sec. 3.6): generalised forces ``(n, 6)``.
+
+    Args:
+        rod: :class:`PCSRod`.
+        xis, xidots, xiddots: ``(n, 6)`` strains, rates, accelerations.
+        gravity_body: ``(3,)`` gravity in the base frame [m/s^2] (enters as base acceleration).
+        tip_wrench: ``(6,)`` external ``[moment; force]`` on the tip, in the tip frame [N m, N].
+        n_quad: Gauss-Legendre points per segment.
+    """
+    dt = xis.dtype
+    lengths = rod.segment_lengths.astype(dt)
+    Mdiag = rod.screw_inertia
+    g = jnp.zeros(3, dt) if gravity_body is None else gravity_body
+    etadot_base = jnp.concatenate([jnp.zeros(3, dt), -g])
+    eta, etadot = segment_velocities(xis, lengths, xidots, xiddots, None, etadot_base)
+    nodes, weights = _gauss_legendre(n_quad)
+    x = lengths[:, None] * jnp.asarray(nodes, dt)[None, :]  # (n, nq)
+    wq = lengths[:, None] * jnp.asarray(weights, dt)[None, :]
+
+    def tile(a):
+        return jnp.broadcast_to(a[:, None, :], (a.shape[0], x.shape[1], 6))
+
+    eta_q, etadot_q = point_twists(tile(eta[:-1]), tile(etadot[:-1]), tile(xis), tile(xidots), tile(xiddots), x)
+    Meta = Mdiag * eta_q
+    F = Mdiag * etadot_q - jnp.einsum("...ji,...j->...i", ad(eta_q), Meta)  # M etadot - ad(eta)^T M eta
+    Ainv_q = expA_inv(tile(xis), x)
+    C_q = tangent_C(tile(xis), x)
+    f_loc = jnp.einsum("nqji,nqj,nq->ni", Ainv_q, F, wq)  # sum_g w A^-T F
+    tau_loc = jnp.einsum("nqji,nqj,nq->ni", C_q, F, wq)
+    Ainv_end = expA_inv(xis, lengths)
+    C_end = tangent_C(xis, lengths)
+    f_tip = jnp.zeros(6, dt) if tip_wrench is None else -tip_wrench
+
+    def step(f_next, seg):
+        fl, tl, A_e, C_e = seg  # eqs. (17), (18) solved for f_i, tau_i
+        return fl + A_e.T @ f_next, tl + C_e.T @ f_next
+
+    _, tau = jax.lax.scan(step, f_tip, (f_loc, tau_loc, Ainv_end, C_end), reverse=True)
+    return tau
+
+
+class PCSModel(AbstractImplicitModel):
+    """A PCS rod clamped at its base (frame {1}), as an implicit model for :func:`jaxrod.simulate`.
+
+    Attributes:
+        rod: :class:`PCSRod`.
+        basis: :class:`~jaxrod.models.pcs.kinematics.StrainBasis` of the active modes (default all six).
+        gravity: ``(3,)`` world gravity [m/s^2].
+        base_rotation: ``(3, 3)`` orientation of the base frame (rod axis = its first column);
+            base_position ``(3,)`` [m].
+        tip_wrench: ``(6,)`` ``[moment; force]`` on the tip in the world frame [N m, N] (dead load).
+        n_quad: Gauss-Legendre points per segment (static).
+        points_per_segment: centreline samples per segment in the saved ``positions`` (static).
+    """
+
+    rod: PCSRod
+    basis: StrainBasis = eqx.field(default_factory=StrainBasis.full)
+    gravity: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
+    base_rotation: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default_factory=lambda: np.eye(3))
+    base_position: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
+    tip_wrench: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0,) * 6)
+    load_factor: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=1.0)
+    n_quad: int = eqx.field(static=True, default=4)
+    points_per_segment: int = eqx.field(static=True, default=8)
+
+    def __check_init__(self):
+        if not isinstance(self.rod, PCSRod):
+            raise TypeError(f"rod must be a PCSRod, got {type(self.rod).__name__}")
+        check_shape("gravity", self.gravity, (3,))
+        check_shape("tip_wrench", self.tip_wrench, (6,))
+        check_shape("base_rotation", self.base_rotation, (3, 3))
+        check_finite("gravity", self.gravity)
+        check_finite("tip_wrench", self.tip_wrench)
+        if int(self.n_quad) < 1:
+            raise ValueError(f"n_quad must be >= 1, got {self.n_quad}")
+        if not is_traced(self.base_rotation):
+            R = np.asarray(self.base_rotation)
+            if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
+                raise ValueError("base_rotation must be a rotation matrix")
+
+    # ---- coordinates -----------------------------------------------------------------------------
+    @property
+    def n_modes(self) -> int:
+        return int(self.basis.n_modes)
+
+    def strains(self, q):
+        """``(n, 6)`` strains ``xi_i = B q_i + xi*_i`` from flat coordinates ``q (n m,)`` (``q = 0``:
+        the rest shape; ``basis.xi_ref`` is not used)."""
+        n = int(self.rod.n_segments)
+        return self.basis.strain_rate(q.reshape(n, self.n_modes)) + self.rod.rest_strain
+
+    def strain_rates(self, v):
+        return self.basis.strain_rate(v.reshape(int(self.rod.n_segments), self.n_modes))
+
+    def with_load_factor(self, s):
+        """The same model with gravity and tip wrench scaled by ``s`` (static continuation)."""
+        return eqx.tree_at(lambda m: m.load_factor, self, jnp.asarray(s, dtype=float))
+
+    # ---- physics -----------------------------------------------------------------------------------
+    def generalized_forces(self, q, v, a):
+        """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench included)."""
+        xis, xid, xidd = self.strains(q), self.strain_rates(v), self.strain_rates(a)
+        Rb = self.base_rotation
+        g_body = self.load_factor * (Rb.T @ self.gravity)
+        if True:
+            poses = forward_kinematics(xis, self.rod.segment_lengths, (Rb, self.base_position), 1)
+            Rt = poses.R_frames[-1]
+            w = self.load_factor * self.tip_wrench
+            tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
+        tau = inverse_dynamics(self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, n_quad=self.n_quad)
+        return (tau @ self.basis.B).reshape(-1)
+
+    def internal_forces(self, q, v):
+        """``(n m,)`` elastic + viscous forces ``B^T [K (xi - xi*) + D xidot]``."""
+        ell = self.rod.length / int(self.rod.n_segments)
+        xis, xid = self.strains(q), self.strain_rates(v)
+        w = ell * (self.rod.stiffness_density * (xis - self.rod.rest_strain) + self.rod.damping_density * xid)
+        return (w @ self.basis.B).reshape(-1)
+
+    def residual(self, q, v, a, t, aux):
+        return self.generalized_forces(q, v, a) + self.internal_forces(q, v)
+
+    def mass_matrix(self, q):
+        """``(n m, n m)`` generalised inertia ``d h / d qdd``."""
+        z = jnp.zeros_like(q)
+        return jax.jacfwd(lambda a: self.generalized_forces(q, z, a))(z)
+
+    def energy(self, q, v):
+        """Kinetic + elastic + gravitational energy [J] (Gauss quadrature of the kinetic and
+        gravity densities; elastic energy exact for constant strains)."""
+        rod = self.rod
+        xis, xid = self.strains(q), self.strain_rates(v)
+        lengths = rod.segment_lengths
+        nodes, weights = _gauss_legendre(max(int(self.n_quad), 4))
+        eta_q, _ = velocities_at(xis, lengths, xid, jnp.asarray(nodes))
+        wq = lengths[:, None] * jnp.asarray(weights)[None, :]
+        kinetic = 0.5 * jnp.sum(wq[..., None] * rod.screw_inertia * eta_q**2)
+        elastic = 0.5 * jnp.sum(lengths[:, None] * rod.stiffness_density * (xis - rod.rest_strain) ** 2)
+        _, p = poses_at(xis, lengths, jnp.asarray(nodes), base=(self.base_rotation, self.base_position))
+        gravity = -rod.density * rod.area * jnp.sum(wq * (p @ (self.load_factor * self.gravity)))
+        return kinetic + elastic + gravity
+
+    # ---- AbstractImplicitModel plumbing ------------------------------------------------------------
+    def fixed_mask(self):
+        return jnp.zeros(int(self.rod.n_segments) * self.n_modes, bool)
+
+    def prescribed(self, t):
+        return jnp.zeros(int(self.rod.n_segments) * self.n_modes)
+
+    def init_aux(self, q):
+        return None
+
+    def update_aux(self, q, aux):
+        return aux
+
+    def default_linear_solver(self):
+        return DenseJacobianSolver()
+
+    def initial_state(self):
+        q0 = jnp.zeros(int(self.rod.n_segments) * self.n_modes)
+        return State(q0, jnp.zeros_like(q0), None)
+
+    def observe(self, q, v, aux):
+        poses = forward_kinematics(
+            self.strains(q), self.rod.segment_lengths, (self.base_rotation, self.base_position),
+            int(self.points_per_segment),
+        )
+        return {"positions": poses.p}

@@ -1,0 +1,110 @@
+"""PCS dynamics (Ishigaki et al. 2024): statics against beam theory and the PCS Galerkin error,
+cross-model agreement with the Cosserat shooting model, energy conservation of Newmark-beta and
+gradients through the implicit steps vs finite differences. Small problems (1-10 segments)."""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrod
+from jaxrod.models.cosserat import CosseratModel, CosseratRod
+from jaxrod.models.pcs import PCSModel, PCSRod
+from jaxrod.models.pcs.kinematics import StrainBasis
+
+E, R, L = 1e7, 0.01, 1.0
+EI = E * math.pi * R**4 / 4
+GA = E / 3 * math.pi * R**2  # nu = 0.5
+
+
+def tip(model, state):
+    return np.asarray(model.observe(state.q, state.v, None)["positions"][-1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_small_tip_load_matches_pcs_beam_theory(n):
+    """Linear theory for n constant-curvature segments: the curvature of segment i is the segment
+    mean of M(s)/EI (Galerkin projection), which gives the tip deflection
+    P L^3/(3 EI) (1 - 1/(4 n^2)) (one segment: P L^3/(4 EI)), plus the shear compliance P L/(G A)."""
+    P = 0.005 * EI / L**2
+    rod = PCSRod.circular(L, n, R, youngs_modulus=E, density=1000.0, poisson_ratio=0.5)
+    model = PCSModel(rod, tip_wrench=(0, 0, 0, 0, 0, -P))
+    state, res = jaxrod.solve_static(model)
+    assert bool(res.converged)
+    ref = P * L**3 / (3 * EI) * (1 - 1 / (4 * n**2)) + P * L / GA
+    assert -tip(model, state)[2] == pytest.approx(ref, rel=2e-3)  # geometric nonlinearity ~1e-4
+    if n == 1:  # the constant-curvature error against Euler-Bernoulli is -25 %
+        assert -tip(model, state)[2] / (P * L**3 / (3 * EI)) == pytest.approx(0.75, abs=0.01)
+
+
+def test_ten_segments_agree_with_cosserat_large_deflection():
+    """P L^2/EI = 1 (deflection ~0.3 L): 10 PCS segments vs the Cosserat shooting model (RK4, 60
+    points, converged to ~1e-7). PCS discretisation error ~1/(4 n^2) of the linear part: 0.25 %."""
+    P = 1.0 * EI / L**2
+    pcs = PCSModel(PCSRod.circular(L, 10, R, youngs_modulus=E, density=1000.0, poisson_ratio=0.5),
+                   tip_wrench=(0, 0, 0, 0, 0, -P))
+    s_p, _ = jaxrod.solve_static(pcs, load_steps=2)
+    cos = CosseratModel(CosseratRod.circular(L, R, youngs_modulus=E, density=1000.0, poisson_ratio=0.5),
+                        n_points=60, tip_force=(-P, 0, 0))  # Cosserat axis +z, load -x
+    s_c, _ = jaxrod.solve_static(cos, load_steps=2)
+    tp, tc = tip(pcs, s_p), np.asarray(s_c.y[-1, :3])
+    deflection_p, axial_p = -tp[2], tp[0]
+    deflection_c, axial_c = -tc[0], tc[2]
+    assert deflection_c > 0.25 * L
+    assert deflection_p == pytest.approx(deflection_c, rel=5e-3)
+    assert axial_p == pytest.approx(axial_c, rel=5e-3)
+
+
+@pytest.mark.slow
+def test_newmark_conserves_energy_without_damping_and_gravity():
+    """Average-acceleration Newmark on a released bent rod: total energy within 0.5 % over 1000 steps."""
+    rod = PCSRod.rectangular(0.5, 2, 0.03, 0.01, youngs_modulus=1e6, density=1000.0, poisson_ratio=0.5)
+    model = PCSModel(rod, basis=StrainBasis.kirchhoff())
+    q0 = jnp.array([0.2, 0.5, 1.0, 0.0, -0.1, -0.3, 0.5, 0.0])  # twist, two bendings, extension
+    state0 = jaxrod.State(q0, jnp.zeros_like(q0), None)
+    # first bending mode ~1.3 rad/s (period ~5 s); the run covers one period of it with 1000 steps
+    tr = jaxrod.simulate(model, dt=0.005, n_steps=1000, state0=state0, scheme=jaxrod.NewmarkBeta(), save_every=10,
+                         solver=jaxrod.NewtonSolver(rtol=1e-10, atol=1e-10, max_steps=30))
+    energy = np.asarray(jax.vmap(model.energy)(tr.q, tr.v))
+    assert np.max(np.abs(energy / energy[0] - 1)) < 5e-3
+    moved = np.max(np.abs(np.asarray(tr.q) - np.asarray(q0)))
+    assert moved > 0.3  # it really moved
+
+
+@pytest.mark.slow
+def test_gradient_of_trajectory_loss_wrt_youngs_modulus_matches_fd():
+    rod = PCSRod.rectangular(0.9, 3, 0.05, 0.02, youngs_modulus=110e3, density=1080.0, poisson_ratio=0.5,
+                             viscosity=300.0)
+    model = PCSModel(rod, gravity=(0, 0, -9.81), points_per_segment=2)
+    solver = jaxrod.NewtonSolver(rtol=1e-12, atol=1e-12, max_steps=30)
+
+    def loss(E_):
+        m = eqx.tree_at(lambda m: m.rod.youngs_modulus, model, E_)
+        m = eqx.tree_at(lambda m: m.rod.shear_modulus, m, E_ / 3.0)
+        tr = jaxrod.simulate(m, dt=0.004, n_steps=20, scheme=jaxrod.NewmarkBeta(), solver=solver)
+        return jnp.sum(tr.tip[:, 2] ** 2)
+
+    E0 = 110e3
+    g = jax.grad(loss)(E0)
+    f = jax.jit(loss)
+    h = 1e-5 * E0
+    fd = (f(E0 + h) - f(E0 - h)) / (2 * h)
+    assert float(g) == pytest.approx(float(fd), rel=1e-5)
+    assert abs(float(g)) > 0
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="youngs_modulus must be > 0"):
+        PCSRod.circular(1.0, 2, 0.01, youngs_modulus=-1.0, density=1000.0)
+    with pytest.raises(ValueError, match="n_segments must be >= 1"):
+        PCSRod.circular(1.0, 0, 0.01, youngs_modulus=1e6, density=1000.0)
+    with pytest.raises(ValueError, match="viscosity"):
+        PCSRod.circular(1.0, 2, 0.01, youngs_modulus=1e6, density=1000.0, viscosity=-1.0)
+    rod = PCSRod.circular(1.0, 2, 0.01, youngs_modulus=1e6, density=1000.0)
+    with pytest.raises(ValueError, match="tip_wrench must have shape"):
+        PCSModel(rod, tip_wrench=(0.0, 1.0))
+    with pytest.raises(ValueError, match="base_rotation must be a rotation"):
+        PCSModel(rod, base_rotation=2 * np.eye(3))

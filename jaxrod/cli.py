@@ -82,7 +82,7 @@ def _build_parser():
     )
     s.add_argument("scene", help="scene name, e.g. cantilever-a1")
     s.add_argument("--n-nodes", type=_int_at_least("--n-nodes", 3), metavar="N",
-                   help="resolution: nodes of a cantilever, helix nodes of a helix scene")
+                   help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* scene, segments of a pcs-* scene")
     s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
     s.add_argument("--duration", type=_positive_float("--duration"), metavar="T", help="simulated time [s]")
     s.add_argument("--scheme", choices=SCHEMES,
@@ -105,6 +105,8 @@ def _build_parser():
 def _size_parameter(scene_name: str) -> str:
     if scene_name.startswith("till"):
         return "n_points"
+    if scene_name.startswith("pcs"):
+        return "n_segments"
     return "n_helix" if scene_name.startswith("helix") else "n_nodes"
 
 
@@ -172,6 +174,8 @@ def _scheme_name(scheme):
 def _n_nodes(model):
     if hasattr(model, "n_points"):
         return int(model.n_points)
+    if hasattr(model, "points_per_segment"):
+        return int(model.rod.n_segments) * int(model.points_per_segment) + 1
     rod = getattr(model, "rod", None)
     if rod is not None:
         return rod.n_nodes
@@ -257,7 +261,7 @@ def _cmd_simulate(args, out, err):
 
     t0 = time.perf_counter()
     traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
-                    progress=not args.no_progress)
+                    progress=not args.no_progress, state0=scene.state0)
     times = np.asarray(traj.times)
     tip_all = np.asarray(traj.tip)
     wall = time.perf_counter() - t0

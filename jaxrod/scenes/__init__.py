@@ -8,6 +8,7 @@ reference values a result is checked against.
 * ``helix-b1`` / ``helix-b2``: DisMech Table II helix hanging under gravity.
 * ``till-benchmark``, ``till-weight-release``, ``till-impulse``: Till et al.'s Cosserat-rod
   scenes (shooting model), see :mod:`jaxrod.scenes.till`.
+* ``pcs-silicone``, ``pcs-cfrp``: Ishigaki et al.'s PCS scenes, see :mod:`jaxrod.scenes.pcs`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Scene:
         static: True when the scene is a static equilibrium problem.
         load_steps: load increments for static scenes.
         reference: dict of reference values (units in the key names).
+        state0: initial state when it is not the model's default (e.g. a strain offset).
     """
 
     name: str
@@ -50,6 +52,7 @@ class Scene:
     static: bool = False
     load_steps: int = 1
     reference: dict = field(default_factory=dict)
+    state0: object = None
 
 
 def straddled_cantilever_points(n_nodes: int, length: float):
@@ -187,10 +190,12 @@ SCENES: dict[str, Callable[..., Scene]] = {
     "till-benchmark": lambda **kw: till.till_benchmark(**kw),
     "till-weight-release": lambda **kw: till.till_weight_release(**kw),
     "till-impulse": lambda **kw: till.till_impulse(**kw),
+    "pcs-silicone": lambda **kw: pcs.pcs_silicone(**kw),
+    "pcs-cfrp": lambda **kw: pcs.pcs_cfrp(**kw),
 }
 
 
-from . import till
+from . import pcs, till  # noqa: E402  (need Scene defined above)
 
 
 def get_scene(name: str, **overrides) -> Scene:

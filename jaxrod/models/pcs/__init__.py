@@ -8,7 +8,6 @@ dynamics.py: the rod (:class:`PCSRod`), recursive inverse dynamics and the impli
 """
 
 from .dynamics import PCSModel, PCSRod, inverse_dynamics
-
 from .kinematics import (
     STRAIN_MODES,
     XI_STRAIGHT,
@@ -37,12 +36,11 @@ from .kinematics import (
 )
 
 __all__ = [
-    "PCSModel",
-    "PCSRod",
-    "inverse_dynamics",
     "STRAIN_MODES",
     "XI_STRAIGHT",
+    "PCSModel",
     "PCSPoses",
+    "PCSRod",
     "StrainBasis",
     "ad",
     "ad_vee",
@@ -54,6 +52,7 @@ __all__ = [
     "exp_se3",
     "forward_kinematics",
     "homogeneous",
+    "inverse_dynamics",
     "point_acceleration",
     "point_twists",
     "point_velocity",

@@ -105,7 +105,7 @@ def till_impulse(
 
     Simple shooting fails here at every dt tried (1-4 ms: the 5 N kick is 35 EI/L^2 and the
     shooting map amplifies errors by ~e^(kL), kL ~ 8-12); the paper used a modified shooting
-    method. Default: multiple shooting with ``segments = 3`` (``n_points - 1`` must be divisible)."""
+    method. Default: multiple shooting with ``segments = 3``."""
     load = PointLoad(location, force=(float(peak), 0.0, 0.0), profile=Hat(width, 0.0))
     model = CosseratModel(
         _table5_rod(0.517), n_points=n_points, integrator=integrator, kirchhoff=kirchhoff, gravity=GRAVITY,

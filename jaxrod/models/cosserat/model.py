@@ -115,7 +115,8 @@ class CosseratModel(eqx.Module):
         point_loads: tuple of :class:`~jaxrod.models.cosserat.loads.PointLoad`.
         base_position: ``(3,)`` [m]; base_quaternion: ``(4,)`` scalar-first.
         base_motion: optional ``t -> (p (3,), h (4,))``; base velocities come from its derivative.
-        segments: number of multiple-shooting segments (must divide ``n_points - 1``). With
+        segments: number of multiple-shooting segments (``1 .. n_points - 1``; segments hold
+            ``ceil((n_points - 1) / segments)`` grid intervals, the last one possibly fewer). With
             ``1`` (simple shooting) the unknowns are the 6 base loads; with ``K > 1`` the state
             (19 values) at the start of each further segment is guessed too and continuity is
             enforced at the joints. That bounds the growth of errors over one segment: hard steps
@@ -172,10 +173,9 @@ class CosseratModel(eqx.Module):
                     "use tip_force/tip_moment at the tip"
                 )
         K = int(self.segments)
-        if K < 1 or (int(self.n_points) - 1) % K or (int(self.n_points) - 1) // K < 1:
+        if K < 1 or K > int(self.n_points) - 1:
             raise ValueError(
-                f"segments must be >= 1 and divide n_points - 1 = {int(self.n_points) - 1} "
-                f"(equal multiple-shooting segments), got segments={self.segments}"
+                f"segments must be in [1, n_points - 1 = {int(self.n_points) - 1}], got segments={self.segments}"
             )
         self.grid()  # raises if point loads cannot get distinct grid nodes
 
@@ -294,9 +294,12 @@ class CosseratModel(eqx.Module):
         """Size of the shooting unknown: 6 base loads + 19 per interior segment start."""
         return 6 + Y_SIZE * (int(self.segments) - 1)
 
+    def _segment_intervals(self) -> int:
+        """Grid intervals per shooting segment (the last one may hold fewer real intervals)."""
+        return -(-(int(self.n_points) - 1) // int(self.segments))
+
     def _segment_starts(self) -> np.ndarray:
-        m = (int(self.n_points) - 1) // int(self.segments)
-        return np.arange(int(self.segments)) * m
+        return np.arange(int(self.segments)) * self._segment_intervals()
 
     def state_scale(self):
         """``(19,)`` scales of ``[p, h, n, m, q, w]`` in the multiple-shooting unknowns."""
@@ -374,14 +377,22 @@ class CosseratModel(eqx.Module):
                 y1 = y + d * k1
             return y1, (y, z)
 
-        per_interval = (ds, wh[:-1], wh_mid, wh[1:], jumps[:-1])
+        n_int = int(self.n_points) - 1
+        pad = K * self._segment_intervals() - n_int
+        whs = (wh[:-1], wh_mid, wh[1:])
+        jmp = jumps[:-1]
+        if pad:  # zero-length intervals at the end of the last segment are exact no-ops (y1 = y)
+            ds = jnp.concatenate([ds, jnp.zeros(pad, ds.dtype)])
+            whs = tuple(jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]) for a in whs)
+            jmp = jnp.concatenate([jmp, jnp.zeros((pad, 6), jmp.dtype)])
+        per_interval = (ds, *whs, jmp)
         chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, -1, *a.shape[1:]), per_interval)
         ends, (ys, zs) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
         continuity = (ends[:-1] - starts[1:]) / scale
         yN = ends[-1]
         _, zN = self.rhs(yN, wh[-1], P)
-        y = jnp.concatenate([ys.reshape(-1, Y_SIZE), yN[None]])
-        w = jnp.concatenate([zs.reshape(-1, W_SIZE), zN[None]])
+        y = jnp.concatenate([ys.reshape(-1, Y_SIZE)[:n_int], yN[None]])
+        w = jnp.concatenate([zs.reshape(-1, W_SIZE)[:n_int], zN[None]])
         RN = quat_to_rotation(yN[3:7])
         nL, mL = yN[7:10], yN[10:13]
         if local:

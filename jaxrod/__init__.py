@@ -20,6 +20,7 @@ from .simulate import (
     Trajectory,
     implicit_step,
     simulate,
+    simulate_adaptive,
     solve_static,
 )
 from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
@@ -65,5 +66,6 @@ __all__ = [
     "scenes",
     "scheme_from_name",
     "simulate",
+    "simulate_adaptive",
     "solve_static",
 ]

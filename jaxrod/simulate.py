@@ -457,3 +457,105 @@ def _static(model, state, t, solver, load_steps):
 
 
 _static_jit = eqx.filter_jit(_static)
+
+
+_implicit_step_jit = eqx.filter_jit(implicit_step)
+_initial_history_jit = eqx.filter_jit(_initial_history)
+
+
+@eqx.filter_jit
+def _observe_jit(model, q, v, aux):
+    return model.observe(q, v, aux)["positions"]
+
+
+def simulate_adaptive(
+    model: AbstractImplicitModel,
+    *,
+    duration: float,
+    dt: float,
+    dt_min: float,
+    dt_max: float,
+    state0: State | None = None,
+    t0: float = 0.0,
+    scheme: AbstractScheme | None = None,
+    solver: NewtonSolver | None = None,
+    grow_after: int = 3,
+    throw: bool = True,
+    progress: bool = False,
+) -> Trajectory:
+    """Integrate with an adaptive step (Ishigaki et al.'s condition I-A): a step whose Newton
+    solve does not converge is rejected and retried with half the step (down to ``dt_min``); after
+    ``grow_after`` accepted steps in a row the step doubles (up to ``dt_max``).
+
+    The loop runs on the host, one compiled step per call (the step size is a traced argument, so
+    nothing recompiles); use it for long runs whose difficulty varies, :func:`simulate` otherwise.
+    Only one-step schemes (``BackwardEuler``, ``ImplicitMidpoint``, ``NewmarkBeta``; default
+    Newmark) can change the step: multistep BDF histories assume a constant step.
+
+    Returns:
+        :class:`Trajectory` of every accepted step; ``times`` is non-uniform and ``dt`` holds the
+        accepted step sizes ``(n_steps,)``. ``stats`` are per accepted step (the last attempt's).
+        Raises :class:`ConvergenceError` when a step fails at ``dt_min`` (``throw=False``: stops
+        there and returns what was computed).
+    """
+    from .timestepping import BDFAlpha, NewmarkBeta
+
+    for name, value in (("duration", duration), ("dt", dt), ("dt_min", dt_min), ("dt_max", dt_max)):
+        _check_positive(name, value)
+    if not (dt_min <= dt <= dt_max):
+        raise ValueError(f"need dt_min <= dt <= dt_max, got {dt_min}, {dt}, {dt_max}")
+    if int(grow_after) < 1:
+        raise ValueError(f"grow_after must be >= 1, got {grow_after}")
+    scheme = NewmarkBeta() if scheme is None else scheme
+    if isinstance(scheme, BDFAlpha):
+        raise ValueError("simulate_adaptive needs a one-step scheme (BackwardEuler, ImplicitMidpoint, NewmarkBeta)")
+    solver = NewtonSolver(linear_solver=None, rtol=1e-9, atol=1e-9) if solver is None else solver
+    if solver.reuse_jacobian:
+        solver = eqx.tree_at(lambda s: s.reuse_jacobian, solver, False)
+    solver = _with_model_solver(model, solver)
+    state = model.initial_state() if state0 is None else state0
+    hist = _initial_history_jit(model, scheme, solver, state, _f(t0), _f(dt))
+    aux = state.aux
+    t, t_end, h = float(t0), float(t0) + float(duration), float(dt)
+    times, positions, qs, vs, steps = [t], [_observe_jit(model, state.q, state.v, aux)], [state.q], [state.v], []
+    stats = []
+    easy = rejected = 0
+    wall0 = _time.perf_counter()
+    next_report = t0 + duration / 20
+    while t < t_end * (1 - 1e-12):
+        step = min(h, t_end - t)
+        hist1, aux1, res = _implicit_step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
+        if bool(res.converged):
+            hist, aux, t = hist1, aux1, t + step
+            q, v = scheme.current(hist)
+            times.append(t)
+            positions.append(_observe_jit(model, q, v, aux))
+            qs.append(q)
+            vs.append(v)
+            steps.append(step)
+            stats.append(newton_stats(res))
+            easy += 1
+            if easy >= grow_after and h < dt_max:
+                h, easy = min(2 * h, float(dt_max)), 0
+            if progress and t >= next_report:
+                next_report += duration / 20
+                print(f"  t = {t:9.4f} s  dt = {h:.3g} s  accepted {len(steps)}  rejected {rejected}  "
+                      f"wall {_time.perf_counter() - wall0:7.2f} s", file=sys.stderr, flush=True)
+            continue
+        rejected += 1
+        easy = 0
+        if step <= dt_min * (1 + 1e-12):
+            if throw:
+                raise ConvergenceError(
+                    f"adaptive step failed at t = {t:.6g} s with the minimum step dt_min = {dt_min:g} s "
+                    f"(residual max-norm {float(res.residual_norm):.3e}); lower dt_min or loosen the tolerances"
+                )
+            break
+        h = max(0.5 * step, float(dt_min))
+    conv, its, jacs, rn, err = (jnp.asarray(np.array([s[k] for s in stats])) for k in range(5)) if stats else (
+        jnp.zeros(0, bool), jnp.zeros(0, jnp.int32), jnp.zeros(0, jnp.int32), jnp.zeros(0), jnp.zeros(0))
+    return Trajectory(
+        times=jnp.asarray(times), positions=jnp.stack(positions), frames=None, twist=None,
+        q=jnp.stack(qs), v=jnp.stack(vs), stats=SolverStats(conv, its, jacs, rn, err),
+        final=State(*scheme.current(hist), aux), dt=jnp.asarray(steps),
+    )

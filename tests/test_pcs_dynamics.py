@@ -128,3 +128,23 @@ def test_explicit_euler_agrees_with_newmark_at_small_steps_and_diverges_at_large
     assert np.linalg.norm(tip_e - tip_n) < 0.05 * abs(tip_n[2])
     q_big, _ = simulate_explicit(model, dt=4e-3, n_steps=250, save_every=250)
     assert not np.all(np.isfinite(np.asarray(q_big[-1]))) or np.max(np.abs(np.asarray(q_big[-1]))) > 1e3
+
+
+@pytest.mark.slow
+def test_adaptive_step_grows_and_matches_fixed_step_newmark():
+    """Condition I-A of the paper: the step doubles after easy steps up to dt_max; the result
+    follows the fixed-step (4 ms) Newmark run."""
+    from jaxrod.scenes import get_scene
+
+    model = get_scene("pcs-silicone").model
+    solver = jaxrod.NewtonSolver(rtol=1e-9, atol=1e-9, max_steps=30)
+    fixed = jaxrod.simulate(model, dt=4e-3, n_steps=50, save_every=5, scheme=jaxrod.NewmarkBeta(), solver=solver)
+    adaptive = jaxrod.simulate_adaptive(model, duration=0.2, dt=4e-3, dt_min=4e-3, dt_max=1.6e-2, solver=solver)
+    steps = np.asarray(adaptive.dt)
+    assert steps.max() == pytest.approx(1.6e-2) and steps.shape[0] < 50
+    assert float(adaptive.times[-1]) == pytest.approx(0.2)
+    sag = abs(float(fixed.tip[-1, 2]))
+    assert sag > 0.01
+    assert np.linalg.norm(np.asarray(adaptive.tip[-1] - fixed.tip[-1])) < 0.05 * sag
+    with pytest.raises(ValueError, match="one-step scheme"):
+        jaxrod.simulate_adaptive(model, duration=0.1, dt=4e-3, dt_min=4e-3, dt_max=1.6e-2, scheme=jaxrod.BDF2())

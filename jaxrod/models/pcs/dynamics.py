@@ -256,11 +256,11 @@ class PCSModel(AbstractImplicitModel):
         xis, xid, xidd = self.strains(q), self.strain_rates(v), self.strain_rates(a)
         Rb = self.base_rotation
         g_body = self.load_factor * (Rb.T @ self.gravity)
-        if True:
-            poses = forward_kinematics(xis, self.rod.segment_lengths, (Rb, self.base_position), 1)
-            Rt = poses.R_frames[-1]
-            w = self.load_factor * self.tip_wrench
-            tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
+        # the dead tip wrench is given in the world frame: rotate it into the tip frame
+        poses = forward_kinematics(xis, self.rod.segment_lengths, (Rb, self.base_position), 1)
+        Rt = poses.R_frames[-1]
+        w = self.load_factor * self.tip_wrench
+        tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
         tau = inverse_dynamics(self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, n_quad=self.n_quad)
         return (tau @ self.basis.B).reshape(-1)
 

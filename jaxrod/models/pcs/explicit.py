@@ -45,7 +45,7 @@ def simulate_explicit(model: PCSModel, *, dt, n_steps: int, state0=None, save_ev
     Euler. Returns ``(q (T, n m), v (T, n m))`` at ``t = k save_every dt``, ``k = 0..``; non-finite
     values mean the run diverged (no error is raised: divergence is the expected outcome at large
     steps, and the benchmark measures it)."""
-    if not (dt > 0):
+    if not isinstance(dt, jax.core.Tracer) and not (float(dt) > 0):
         raise ValueError(f"dt must be > 0, got {dt}")
     if n_steps < 1 or save_every < 1 or n_steps % save_every:
         raise ValueError(f"need n_steps >= 1 divisible by save_every >= 1, got {n_steps}, {save_every}")

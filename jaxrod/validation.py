@@ -24,6 +24,16 @@ def check_positive(name: str, value, unit: str = "") -> None:
         raise ValueError(f"{name} must be > 0{u}, got {value}")
 
 
+def check_nonnegative(name: str, value, unit: str = "") -> None:
+    """``value`` (scalar or array) must be finite and >= 0."""
+    if is_traced(value):
+        return
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        u = f" {unit}" if unit else ""
+        raise ValueError(f"{name} must be finite and >= 0{u}, got {value}")
+
+
 def check_range(name: str, value, lo: float, hi: float, *, lo_open=False, hi_open=False) -> None:
     """``value`` must be finite and in the interval (brackets as given)."""
     if is_traced(value):

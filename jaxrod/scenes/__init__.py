@@ -14,45 +14,15 @@ reference values a result is checked against.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..models.der import DERModel, DERRod, first_mode_velocity, helix_points
-from ..timestepping import ImplicitMidpoint
+from ..timestepping import ImplicitMidpoint  # noqa: F401  (re-exported default)
+from .scene import Scene
 
 #: Euler-Bernoulli clamped-free eigenvalues beta_n L.
 BETA_L = (1.8751040687119611, 4.694091132974175, 7.854757438237613, 10.995540734875467)
-
-
-@dataclass
-class Scene:
-    """A ready-to-run problem.
-
-    Attributes:
-        name: registry name.
-        description: one line for people.
-        model: the model (e.g. :class:`~jaxrod.models.der.DERModel`).
-        dt: default time step [s] (ignored for static scenes).
-        duration: default simulated time [s] (0 for static scenes).
-        scheme: default time scheme (a :class:`~jaxrod.timestepping.DifferenceFormula` for
-            shooting models).
-        static: True when the scene is a static equilibrium problem.
-        load_steps: load increments for static scenes.
-        reference: dict of reference values (units in the key names).
-        state0: initial state when it is not the model's default (e.g. a strain offset).
-    """
-
-    name: str
-    description: str
-    model: object
-    dt: float = 0.0
-    duration: float = 0.0
-    scheme: object = field(default_factory=ImplicitMidpoint)
-    static: bool = False
-    load_steps: int = 1
-    reference: dict = field(default_factory=dict)
-    state0: object = None
 
 
 def straddled_cantilever_points(n_nodes: int, length: float):
@@ -195,7 +165,7 @@ SCENES: dict[str, Callable[..., Scene]] = {
 }
 
 
-from . import pcs, till  # noqa: E402  (need Scene defined above)
+from . import pcs, till  # noqa: E402
 
 
 def get_scene(name: str, **overrides) -> Scene:

@@ -23,12 +23,7 @@ import numpy as np
 from ..models.base import State
 from ..models.pcs import PCSModel, PCSRod
 from ..timestepping import BackwardEuler, NewmarkBeta
-
-
-def _scene_cls():
-    from . import Scene
-
-    return Scene
+from .scene import Scene
 
 
 def pcs_silicone(*, n_segments: int = 3, width: float = 0.05, thickness: float = 0.02,
@@ -37,7 +32,7 @@ def pcs_silicone(*, n_segments: int = 3, width: float = 0.05, thickness: float =
     rod = PCSRod.rectangular(0.9, n_segments, width, thickness, youngs_modulus=110e3, density=1080.0,
                              poisson_ratio=0.5, viscosity=300.0)
     model = PCSModel(rod, gravity=(0.0, 0.0, -9.81))
-    return _scene_cls()(
+    return Scene(
         "pcs-silicone",
         f"PCS silicone cantilever sagging under gravity: L = 0.9 m, {n_segments} segments, "
         f"{100 * width:g} x {100 * thickness:g} cm",
@@ -64,7 +59,7 @@ def pcs_cfrp(*, dt: float | None = None, duration: float | None = None):
     Rb = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     model = PCSModel(rod, gravity=(0.0, 0.0, -9.81), base_rotation=Rb)
     q0 = np.tile(np.array([1.0, 1.0, 1.0, 0.01, 0.01, 0.01]), n)
-    return _scene_cls()(
+    return Scene(
         "pcs-cfrp",
         "PCS CFRP leaf-spring stand-in (6 segments, 0.65 kg) relaxing from a strain offset",
         model,

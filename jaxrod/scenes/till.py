@@ -20,17 +20,13 @@ import numpy as np
 
 from ..models.cosserat import CosseratModel, CosseratRod, Hat, PointLoad, ReleasedAt
 from ..timestepping import DifferenceFormula
+from .scene import Scene
 
 #: Table 5 (Cosserat, RK4, N = 100) calibrated values.
 TABLE5 = {"EI_Nm2": 0.0380, "density_kg_m3": 7602.0, "drag_kg_m2": 2.12e-3}
 ROD_DIAMETER_M = 1.42e-3
 GRAVITY = (-9.81, 0.0, 0.0)
 
-
-def _scene_cls():
-    from . import Scene
-
-    return Scene
 
 
 def till_benchmark(
@@ -45,7 +41,7 @@ def till_benchmark(
     )
     EI, rhoA = float(rod.bending_stiffness), float(rod.mass_per_length)
     f1 = 1.8751040687119611**2 / (2 * np.pi * 0.4**2) * np.sqrt(EI / rhoA)
-    return _scene_cls()(
+    return Scene(
         "till-benchmark",
         f"Till et al. benchmark: steel cantilever, {tip_load} N tip load released, "
         f"{'Kirchhoff' if kirchhoff else 'Cosserat'} + {integrator}, {n_points} points",
@@ -85,7 +81,7 @@ def till_weight_release(
         segments=segments,
         tip_force=(-float(mass) * 9.81, 0.0, 0.0), tip_profile=ReleasedAt(0.0),
     )
-    return _scene_cls()(
+    return Scene(
         "till-weight-release",
         f"Till et al. weight release: 1.42 mm steel rod, L = 0.408 m, {1e3 * mass:g} g released, {n_points} points",
         model,
@@ -111,7 +107,7 @@ def till_impulse(
         _table5_rod(0.517), n_points=n_points, integrator=integrator, kirchhoff=kirchhoff, gravity=GRAVITY,
         point_loads=(load,), segments=segments,
     )
-    return _scene_cls()(
+    return Scene(
         "till-impulse",
         f"Till et al. impulse near the base: L = 0.517 m, {peak:g} N hat force over {1e3 * width:g} ms "
         f"at s = {1e3 * location:g} mm, {n_points} points",

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...geometry import quat_to_rotation
-from ...validation import check_finite, check_shape, is_traced
+from ...validation import check_finite, check_nonnegative, check_shape, is_traced
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
 
@@ -160,10 +160,8 @@ class CosseratModel(eqx.Module):
         check_finite("base_quaternion", self.base_quaternion)
         if not is_traced(self.base_quaternion) and np.linalg.norm(np.asarray(self.base_quaternion)) < 1e-12:
             raise ValueError("base_quaternion must be non-zero")
-        for name in ("tip_mass", "tip_inertia"):
-            v = getattr(self, name)
-            if not is_traced(v) and (not np.all(np.isfinite(np.asarray(v))) or np.any(np.asarray(v) < 0)):
-                raise ValueError(f"{name} must be finite and >= 0, got {v}")
+        check_nonnegative("tip_mass", self.tip_mass, "kg")
+        check_nonnegative("tip_inertia", self.tip_inertia, "kg m^2")
         for pl in self.point_loads:
             if not isinstance(pl, PointLoad):
                 raise TypeError(f"point_loads must hold PointLoad objects, got {type(pl).__name__}")

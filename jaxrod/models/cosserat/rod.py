@@ -15,15 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...validation import check_finite, check_positive, check_shape, is_traced
-
-
-def _nonneg(name, value, unit):
-    if is_traced(value):
-        return
-    arr = np.asarray(value, float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and >= 0 {unit}, got {value}")
+from ...validation import (
+    check_finite,
+    check_nonnegative,
+    check_positive,
+    check_shape,
+    is_traced,
+)
 
 
 class CosseratRod(eqx.Module):
@@ -67,7 +65,7 @@ class CosseratRod(eqx.Module):
         check_positive("density", self.density, "kg/m^3")
         for name, unit in (("drag", "kg/m^2"), ("damping_se", "N s"), ("damping_bt", "N m^2 s")):
             check_shape(name, getattr(self, name), (3,))
-            _nonneg(name, getattr(self, name), unit)
+            check_nonnegative(name, getattr(self, name), unit)
         check_shape("v_star", self.v_star, (3,))
         check_shape("u_star", self.u_star, (3,))
         check_finite("v_star", self.v_star)

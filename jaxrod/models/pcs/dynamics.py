@@ -25,7 +25,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...solvers.jacobian import DenseJacobianSolver
-from ...validation import check_finite, check_positive, check_shape, is_traced
+from ...validation import (
+    check_finite,
+    check_nonnegative,
+    check_positive,
+    check_shape,
+    is_traced,
+)
 from ..base import AbstractImplicitModel, State
 from .kinematics import (
     XI_STRAIGHT,
@@ -74,10 +80,7 @@ class PCSRod(eqx.Module):
         check_positive("youngs_modulus", self.youngs_modulus, "Pa")
         check_positive("shear_modulus", self.shear_modulus, "Pa")
         check_positive("density", self.density, "kg/m^3")
-        if not is_traced(self.viscosity):
-            v = float(np.asarray(self.viscosity))
-            if not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"viscosity must be finite and >= 0 Pa s, got {self.viscosity}")
+        check_nonnegative("viscosity", self.viscosity, "Pa s")
         check_shape("rest_strain", self.rest_strain, (int(self.n_segments), 6))
         check_finite("rest_strain", self.rest_strain)
 

@@ -3,10 +3,11 @@ integration, Fig. 7 timings, the silicone and CFRP experiments (spec ``seed003_p
 
 Usage::
 
-    python benchmarks/pcs_ishigaki.py                 # tables 1-3 (about 8-12 min on 2 shared cores)
+    python benchmarks/pcs_ishigaki.py                 # tables 1-4 (about 10-15 min on 2 shared cores)
     python benchmarks/pcs_ishigaki.py --tables 1      # silicone only
     python benchmarks/pcs_ishigaki.py --tol-i1 1e-7 --tol-i2 1e-3   # other stand-ins for the paper's eps
     python benchmarks/pcs_ishigaki.py --quick         # smoke test: short runs, 1 repeat, tables 1 and 3 (< 3 min)
+    python benchmarks/pcs_ishigaki.py --tables 4      # Jacobian per call: autodiff vs CMTM (about 2-4 min)
 
 Tables, each printed as markdown as soon as it is ready:
 
@@ -28,6 +29,11 @@ Tables, each printed as markdown as soon as it is ready:
    paper's C1 (60 s), the same at 1e-4 s (C2) and 1e-5 s (C3) over a shorter window, the Newmark
    attempt at 1e-3 / 1e-4 / 1e-5 s (expected to fail: where), explicit Euler at 4e-6 s (the paper:
    diverges at once) and the initial generalised acceleration (the paper's Fig. 9).
+4. Newton Jacobian per call on the silicone rod with 3, 6 and 12 segments (``--jac-segments``):
+   ``jax.jacfwd`` of the Newmark-staged residual (what ``NewtonSolver`` builds) against the CMTM
+   analytic gradients (``jaxrod.models.pcs.cmtm.newmark_jacobian``), against ``jax.jacfwd``
+   through ``PCSModel(jacobian="cmtm")``'s custom JVP, and all three of ``d tau / d (q, v, a)``
+   (autodiff vs ``cmtm_jacobians``); compile times, mean per call, ratio, agreement.
 
 Newton tolerance. jaxrod's Newton stops when every component of the simplified Newton correction
 of the unknown ``q_{n+1}`` (strains, 1/m and -) satisfies ``|corr_i| <= atol + rtol |q_i|``; the
@@ -37,8 +43,10 @@ CFRP runs, 0.1 for I2; norm unstated). The two are not the same quantity: I1 and
 max-norm ``|h|_inf`` actually reached at the accepted steps (``SolverStats.residual_norm``, in N m
 and N) to compare with eps.
 
-What is not implemented: the paper's analytic CMTM gradients (all Jacobians, including the mass
-matrix of the explicit step, come from ``jax.jacfwd`` through the recursive inverse dynamics).
+Jacobians: tables 1-3 use ``jax.jacfwd`` through the recursive inverse dynamics (the model's
+default, including the mass matrix of the explicit step). Table 4 times one Newton Jacobian per
+call against the paper's CMTM analytic gradients (``jaxrod.models.pcs.cmtm``, also selectable with
+``PCSModel(jacobian="cmtm")``) for 3, 6 and 12 segments.
 The adaptive step of condition I-A is ``jaxrod.simulate_adaptive`` (added in commit 61875cd; a
 host-side loop, one compiled step per call), whose first call compiles.
 
@@ -65,6 +73,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import argparse
+import dataclasses
 import math
 import platform
 import time
@@ -721,10 +730,131 @@ def table3(args, bench):
 
 
 # ---------------------------------------------------------------------------------------------
+# table 4: Newton Jacobian, autodiff (jax.jacfwd) vs the CMTM analytic gradients
+# ---------------------------------------------------------------------------------------------
+JAC_SEGMENTS = (3, 6, 12)  # silicone rod (L 0.9 m, 5 x 2 cm) with 3 (the paper's), 6 and 12 segments
+JAC_MIN_S = 1.0  # time each Jacobian for at least this long (and at least JAC_MIN_CALLS calls)
+JAC_MIN_CALLS = 20
+
+
+def mean_call_s(compiled, args, min_s=JAC_MIN_S, min_calls=JAC_MIN_CALLS):
+    """Mean wall seconds per call of ``compiled(*args)`` after 2 warm-up calls (batches of calls
+    until ``min_s`` and ``min_calls`` are both reached), and the number of timed calls."""
+    for _ in range(2):
+        jax.block_until_ready(compiled(*args))
+    calls, total = 0, 0.0
+    while total < min_s or calls < min_calls:
+        batch = max(1, min(1000, calls or 5))
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            res = compiled(*args)
+        jax.block_until_ready(res)
+        total += time.perf_counter() - t0
+        calls += batch
+    return total / calls, calls
+
+
+def jacobian_programs(model, dt, beta, gamma):
+    """The Jacobian programs of table 4 for ``model``, each ``(name, fn, params)``; ``fn`` takes
+    the model's arrays ``params``, ``q_{n+1}`` and the Newmark history.
+
+    * ``autodiff Newton``: what ``NewtonSolver`` builds for ``jaxrod.simulate`` with Newmark:
+      ``jax.jacfwd`` (6 n forward-mode passes) of the staged residual with respect to ``q_{n+1}``;
+    * ``CMTM Newton``: the same matrix from :func:`jaxrod.models.pcs.cmtm.newmark_jacobian`
+      (eq. 28; divided by ``beta dt^2`` for the unknown ``q_{n+1}``);
+    * ``custom JVP``: ``jax.jacfwd`` of the staged residual of ``PCSModel(jacobian="cmtm")`` (the
+      CMTM Jacobians through the custom JVP, i.e. what ``simulate`` uses with that option);
+    * ``autodiff all three`` / ``CMTM all three``: ``d tau / d (q, v, a)`` of the generalised
+      forces (18 n passes) vs :func:`~jaxrod.models.pcs.cmtm.cmtm_jacobians`.
+    """
+    from jaxrod.models.pcs import cmtm
+
+    scheme = jaxrod.NewmarkBeta(beta, gamma)
+    params, static = eqx.partition(model, eqx.is_array)
+
+    def staged(m, qn, hist):
+        qs, vs, acc, _ = scheme.stage(qn, hist, dt)
+        return qs, vs, acc
+
+    def ad_newton(p, qn, hist):
+        m = eqx.combine(p, static)
+        return jax.jacfwd(lambda x: m.residual(*staged(m, x, hist), 0.0, None))(qn)
+
+    def cmtm_newton(p, qn, hist):
+        m = eqx.combine(p, static)
+        return cmtm.newmark_jacobian(m, *staged(m, qn, hist), dt, beta, gamma) / (beta * dt * dt)
+
+    def custom_jvp(p, qn, hist):
+        m = eqx.combine(p, static_cmtm)
+        return jax.jacfwd(lambda x: m.residual(*staged(m, x, hist), 0.0, None))(qn)
+
+    def ad_all(p, qn, hist):
+        m = eqx.combine(p, static)
+        return jax.jacfwd(m.generalized_forces, argnums=(0, 1, 2))(*staged(m, qn, hist))
+
+    def cmtm_all(p, qn, hist):
+        m = eqx.combine(p, static)
+        return cmtm.cmtm_jacobians(m, *staged(m, qn, hist))
+
+    params_cmtm, static_cmtm = eqx.partition(dataclasses.replace(model, jacobian="cmtm"), eqx.is_array)
+    return [("autodiff Newton", ad_newton, params), ("CMTM Newton", cmtm_newton, params),
+            ("custom JVP", custom_jvp, params_cmtm), ("autodiff all three", ad_all, params),
+            ("CMTM all three", cmtm_all, params)]
+
+
+def table4(args):
+    from jaxrod.scenes.pcs import pcs_silicone
+
+    out("## Table 4: Newton Jacobian per call, autodiff (`jax.jacfwd`) vs the CMTM analytic gradients")
+    out()
+    out("Silicone rod (L 0.9 m, 5 x 2 cm, gravity, all 6 modes) with n segments at a random sagging-size state "
+        "(curvatures ~3 1/m, strains ~5 %, rates ~1, Newmark history), Newmark beta = 1/4, gamma = 1/2, dt = 4 ms. "
+        "`autodiff Newton`: `jax.jacfwd` of the Newmark-staged residual with respect to q_{n+1} (6 n forward-mode "
+        "passes; what `NewtonSolver` builds now); `CMTM Newton`: the same matrix from "
+        "`jaxrod.models.pcs.cmtm.newmark_jacobian` (spec sec. 5.7 + eq. 28); `custom JVP`: `jax.jacfwd` of the "
+        "staged residual of `PCSModel(jacobian=\"cmtm\")` (the CMTM Jacobians through a custom JVP, the path "
+        "`simulate` takes with that option); `all three`: d tau/d(q, v, a) of the generalised forces (18 n passes) "
+        "vs `cmtm_jacobians`. Each program jitted alone (`jax.jit(f).lower(...).compile()`, arguments: the model's "
+        f"arrays, q_(n+1), history); per call: mean over >= {JAC_MIN_CALLS} calls and >= {JAC_MIN_S:g} s after 2 "
+        "warm-up calls. `max rel. diff`: Frobenius-relative difference from the autodiff matrix of the same row "
+        "pair.")
+    out()
+    start_table(["n segments", "DOF", "Jacobian", "compile [s]", "per call [us]", "calls", "autodiff / this",
+                 "max rel. diff"])
+    rng = np.random.default_rng(3)
+    dt, beta, gamma = DT_I, 0.25, 0.5
+    for n in args.jac_segments:
+        model = pcs_silicone(n_segments=n).model
+        k = 6 * n
+        scale = np.tile([3.0, 3.0, 3.0, 0.05, 0.05, 0.05], n)
+        q0 = jnp.asarray(rng.normal(size=k) * scale)
+        hist = (q0, jnp.asarray(rng.normal(size=k) * scale), jnp.asarray(rng.normal(size=k) * 10 * scale))
+        qn = q0 + dt * hist[1] + 0.5 * dt * dt * hist[2]
+        ref, base_t = {}, {}
+        for name, fn, params in jacobian_programs(model, dt, beta, gamma):
+            note(f"  table 4: n = {n}, {name}: compiling ...")
+            lower_s, compile_s, compiled = aot(fn, params, qn, hist)
+            t, calls = mean_call_s(compiled, (params, qn, hist))
+            val = [np.asarray(x) for x in jax.tree_util.tree_leaves(compiled(params, qn, hist))]
+            group = "all" if "all three" in name else "newton"
+            if name.startswith("autodiff"):
+                ref[group], base_t[group] = val, t
+                diff, ratio = "-", "1"
+            else:
+                diff = fmt(max(float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in zip(val, ref[group])), ".1e")
+                ratio = f"{base_t[group] / t:.2f}"
+            row([n, k, name, f"{lower_s + compile_s:.1f}", f"{1e6 * t:.1f}", calls, ratio, diff])
+    out()
+
+
+# ---------------------------------------------------------------------------------------------
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tables", default=None, help="comma-separated subset of 1,2,3 (default 1,2,3; 1,3 with --quick)")
+    p.add_argument("--tables", default=None,
+                   help="comma-separated subset of 1,2,3,4 (default 1,2,3,4; 1,3 with --quick); 4 = Jacobian timings")
+    p.add_argument("--jac-segments", default=",".join(map(str, JAC_SEGMENTS)),
+                   help="table 4: segment counts of the silicone rod (comma-separated)")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: silicone 2 s, CFRP 0.5 s, E1 16 ms, 1 repeat, no C2/C3, no CFRP Newmark, "
                         "no tolerance sweep, tables 1 and 3")
@@ -748,10 +878,11 @@ def main(argv=None):
     p.add_argument("--cfrp-explicit-steps", type=int, default=250, help="steps of the CFRP explicit run at 4e-6 s")
     args = p.parse_args(argv)
     if args.tables is None:
-        args.tables = "1,3" if args.quick else "1,2,3"
+        args.tables = "1,3" if args.quick else "1,2,3,4"
     tables = {t.strip() for t in args.tables.split(",") if t.strip()}
-    if tables - {"1", "2", "3"}:
-        p.error(f"--tables: unknown {sorted(tables - {'1', '2', '3'})}")
+    if tables - {"1", "2", "3", "4"}:
+        p.error(f"--tables: unknown {sorted(tables - {'1', '2', '3', '4'})}")
+    args.jac_segments = [int(x) for x in args.jac_segments.split(",") if x.strip()]
     if args.quick and "--tol-sweep" not in " ".join(sys.argv if argv is None else argv):
         args.tol_sweep = ""
     args.tol_sweep = [float(x) for x in args.tol_sweep.split(",") if x.strip()]
@@ -771,13 +902,15 @@ def main(argv=None):
 
     machine_header()
     t_all = time.perf_counter()
-    bench = Bench(args)
+    bench = Bench(args) if tables & {"1", "2", "3"} else None
     if "1" in tables:
         table1(args, bench)
     if "2" in tables:
         table2(args, bench)
     if "3" in tables:
         table3(args, bench)
+    if "4" in tables:
+        table4(args)
     out(f"Total wall time of this script: {time.perf_counter() - t_all:.0f} s.")
 
 

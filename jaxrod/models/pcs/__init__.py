@@ -5,8 +5,11 @@ its time derivative, forward kinematics over segments, body velocities/accelerat
 14) and an optional reduced strain basis. Twists are angular-first, the rod axis is local x.
 dynamics.py: the rod (:class:`PCSRod`), recursive inverse dynamics and the implicit model
 (:class:`PCSModel`) used with :func:`jaxrod.simulate` (Newmark-beta) and :func:`jaxrod.solve_static`.
+cmtm.py: the paper's CMTM analytic gradients of the inverse dynamics (d tau / d q, d q_dot, d q_ddot)
+and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newton Jacobians.
 """
 
+from .cmtm import cmtm_jacobians, inverse_dynamics_gradients, newmark_jacobian
 from .dynamics import PCSModel, PCSRod, inverse_dynamics
 from .kinematics import (
     STRAIN_MODES,
@@ -46,6 +49,7 @@ __all__ = [
     "ad_vee",
     "adjoint",
     "base_pose",
+    "cmtm_jacobians",
     "coad",
     "expA",
     "expA_inv",
@@ -53,6 +57,8 @@ __all__ = [
     "forward_kinematics",
     "homogeneous",
     "inverse_dynamics",
+    "inverse_dynamics_gradients",
+    "newmark_jacobian",
     "point_acceleration",
     "point_twists",
     "point_velocity",

@@ -13,8 +13,8 @@ with ``ID`` the PCS recursive Newton-Euler inverse dynamics (eqs. 11, 14, 16-18 
 quadrature; gravity by the base-acceleration trick), ``K = blkdiag(ell_i Sigma)``,
 ``Sigma = diag(G Jx, E Jy, E Jz, E A, G A, G A)`` and ``D = blkdiag(ell_i Upsilon)``,
 ``Upsilon = mu diag(Jx, 3 Jy, 3 Jz, 3 A, A, A)`` (Renda / SoRoSim convention, spec sec. 3.5).
-Its Jacobians come from ``jax.jacfwd`` through the recursion (the paper's CMTM analytic gradients
-are not implemented yet).
+Its Jacobians come from ``jax.jacfwd`` through the recursion, or (``PCSModel(jacobian="cmtm")``)
+from the paper's CMTM analytic gradients in :mod:`jaxrod.models.pcs.cmtm`.
 """
 
 from __future__ import annotations
@@ -208,6 +208,10 @@ class PCSModel(AbstractImplicitModel):
         tip_wrench: ``(6,)`` ``[moment; force]`` on the tip in the world frame [N m, N] (dead load).
         n_quad: Gauss-Legendre points per segment (static).
         points_per_segment: centreline samples per segment in the saved ``positions`` (static).
+        jacobian: ``"autodiff"`` (default) or ``"cmtm"`` (static): how forward-mode derivatives of
+            :meth:`generalized_forces` with respect to ``q, v, a`` (hence the dense Newton
+            Jacobian) are computed: ``jax.jvp`` through the recursion, or the analytic CMTM
+            gradients of :mod:`jaxrod.models.pcs.cmtm` (same values to round-off).
     """
 
     rod: PCSRod
@@ -219,6 +223,7 @@ class PCSModel(AbstractImplicitModel):
     load_factor: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=1.0)
     n_quad: int = eqx.field(static=True, default=4)
     points_per_segment: int = eqx.field(static=True, default=8)
+    jacobian: str = eqx.field(static=True, default="autodiff")
 
     def __check_init__(self):
         if not isinstance(self.rod, PCSRod):
@@ -230,6 +235,8 @@ class PCSModel(AbstractImplicitModel):
         check_finite("tip_wrench", self.tip_wrench)
         if int(self.n_quad) < 1:
             raise ValueError(f"n_quad must be >= 1, got {self.n_quad}")
+        if self.jacobian not in ("autodiff", "cmtm"):
+            raise ValueError(f"jacobian must be 'autodiff' or 'cmtm', got {self.jacobian!r}")
         if not is_traced(self.base_rotation):
             R = np.asarray(self.base_rotation)
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
@@ -256,6 +263,13 @@ class PCSModel(AbstractImplicitModel):
     # ---- physics -----------------------------------------------------------------------------------
     def generalized_forces(self, q, v, a):
         """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench included)."""
+        if self.jacobian == "cmtm":
+            from .cmtm import cmtm_generalized_forces
+
+            return cmtm_generalized_forces(self, q, v, a)
+        return self._generalized_forces_autodiff(q, v, a)
+
+    def _generalized_forces_autodiff(self, q, v, a):
         xis, xid, xidd = self.strains(q), self.strain_rates(v), self.strain_rates(a)
         Rb = self.base_rotation
         g_body = self.load_factor * (Rb.T @ self.gravity)

@@ -20,6 +20,10 @@ Tables (BENCHMARKS.md sections A, E, F), each printed as markdown as soon as it 
    case at its largest stable dt (BENCHMARKS.md F), wall time and our speed-up.
 2. Time per step vs node count, dynamic cantilever a1 (25 ... 1600 nodes, fixed steps).
 3. ``jax.vmap`` throughput: a batch of a1 cantilevers with different Young's moduli.
+c. Case c, friction validation (``--tables c``): DisMech's 44 axial pushes of a rod lying on the
+   floor (IMC contact + smooth Coulomb friction), T = 1.5 s, dt 5 ms, batched with ``jax.vmap``
+   (and, for comparison, one after the other with ``jax.lax.map``); compile and run time, kinetic
+   energy errors for every push.
 
 Everything goes through jaxrod's public API. Timings are medians of several runs; the host may be
 shared (2 cores), so the minimum is printed too.
@@ -612,7 +616,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", default="a1,a2,b1,b2", help="comma-separated subset of a1,a2,b1,b2")
-    p.add_argument("--tables", default="1,2,3", help="comma-separated subset of 1,2,3")
+    p.add_argument("--tables", default="1,2,3,c", help="comma-separated subset of 1,2,3,c")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 10%% durations, 1 repeat, nodes <= 100, batches <= 4, 10 scaling steps, "
                         "peers on 1%%")
@@ -629,6 +633,7 @@ def main(argv=None):
     p.add_argument("--scaling-steps", type=int, default=40, help="steps per run in table 2")
     p.add_argument("--max-nodes", type=int, default=1600, help="largest node count in table 2")
     p.add_argument("--max-batch", type=int, default=64, help="largest batch in table 3")
+    p.add_argument("--friction-batching", default="vmap,map", help="table c: comma-separated subset of vmap,map")
     args = p.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in cases if c not in CASES]
@@ -656,7 +661,69 @@ def main(argv=None):
         table2(args, solver)
     if "3" in tables:
         table3(args, solver)
+    if "c" in tables:
+        table_c(args)
     out(f"Total wall time of this script: {time.perf_counter() - t_all:.0f} s.")
+
+
+
+# ---------------------------------------------------------------------------------------------
+# table c: friction validation (DisMech Table II case c)
+# ---------------------------------------------------------------------------------------------
+def table_c(args):
+    """DisMech's friction validation: 44 pushes, T = 1.5 s (x ``--duration-scale``), dt 5 ms."""
+    from jaxrod.scenes import contact as cs
+
+    forces = jnp.asarray(cs.FRICTION_FORCES)
+    duration = 1.5 * args.duration_scale
+    out(f"## Table c: friction validation (DisMech case c), {forces.size} pushes, T = {duration:g} s, dt 5 ms")
+    out()
+    out("Rod N = 26 on the floor (IMC floor contact k_c 1e4 N/m, delta 5e-4 m; mu 0.4, nu 1e-3 m/s), implicit "
+        "midpoint, banded Jacobian. `vmap`: all pushes advance together (fresh Jacobian every Newton "
+        "iteration; each Newton solve runs as long as the slowest push). `lax.map`: one push after the other "
+        f"in one program (Jacobian reuse). Newton rtol {args.rtol:g}, atol {args.atol:g}. Compile = "
+        f"`jax.jit(...).lower().compile()`; run = median (min) of {args.repeats} calls. DisMech: 1.59 s for the "
+        "44 runs on 8 cores (i7-9700K, paper); PyElastica 7.42 s (paper) and 52.2 s serial / 33.0 s on 2 "
+        "processes on this machine (BENCHMARKS.md F).")
+    out()
+    header = ["batching", "compile [s]", "run [s] median (min)", "ms per rod-step", "Newton it/step (mean, max)",
+              "max rel. error Ek (|F| > 3.92 N)", "max Ek below threshold [J]", "all converged", "DisMech / ours"]
+    out("| " + " | ".join(header) + " |")
+    out("|" + "---|" * len(header))
+    results = {}
+    for batch, reuse in (("vmap", False), ("map", True)):
+        if batch not in args.friction_batching.split(","):
+            continue
+        solver = jaxrod.NewtonSolver(linear_solver=None, reuse_jacobian=reuse, rtol=args.rtol, atol=args.atol)
+        fn, scene = cs.friction_batch_fn(solver=solver, batch=batch, duration=duration)
+        note(f"[table c] {batch}: compiling ...")
+        lo, co, compiled = aot(fn, forces)
+        note(f"[table c] {batch}: compiled in {lo + co:.1f} s; running x{args.repeats + 1} ...")
+        med, mn, (ek, conv, its), nrep = time_calls(compiled, forces, repeats=args.repeats, slow_s=120.0)
+        ek, its = np.asarray(ek), np.asarray(its)
+        n_steps = its.shape[-1]
+        T = n_steps * scene.dt
+        ref = cs.analytic_kinetic_energy(np.asarray(forces), T, mu=0.4, mass=scene.reference["mass_kg"])
+        above = ref > 0
+        rel = np.abs(ek[above] / ref[above] - 1)
+        results[batch] = (ek, ref, its)
+        out("| " + " | ".join([
+            batch, f"{lo + co:.1f}", f"{med:.2f} ({mn:.2f})" + ("" if nrep > 1 else " (1 run)"),
+            f"{1e3 * med / (forces.size * n_steps):.2f}", f"{its.mean():.2f}, {its.max()}",
+            f"{100 * rel.max():.3f}% (at {float(np.asarray(forces)[above][np.argmax(rel)]):+g} N)",
+            f"{ek[~above].max():.2e}", str(bool(np.all(np.asarray(conv)))), f"{1.59 * args.duration_scale / med:.2f}x",
+        ]) + " |")
+    out()
+    batch = "vmap" if "vmap" in results else next(iter(results))
+    ek, ref, its = results[batch]
+    out(f"Kinetic energy at t = {T:g} s for every push ({batch} run) against Ek = t^2 (|F| - mu m g)^2 / (2m):")
+    out()
+    rows = []
+    for f_, e, r, it in zip(np.asarray(forces), ek, ref, its.mean(axis=-1)):
+        err = f"{100 * (e / r - 1):+.4f}%" if r > 0 else "(stick)"
+        rows.append([f"{f_:+.1f}", f"{e:.6g}", f"{r:.6g}", err, f"{it:.2f}"])
+    out(table(["F [N]", "Ek [J]", "analytic [J]", "error", "Newton it/step"], rows))
+    out()
 
 
 if __name__ == "__main__":

@@ -162,10 +162,12 @@ SCENES: dict[str, Callable[..., Scene]] = {
     "till-impulse": lambda **kw: till.till_impulse(**kw),
     "pcs-silicone": lambda **kw: pcs.pcs_silicone(**kw),
     "pcs-cfrp": lambda **kw: pcs.pcs_cfrp(**kw),
+    "friction-validation": lambda **kw: contact.friction_validation(**kw),
+    "rod-drop": lambda **kw: contact.rod_drop(**kw),
 }
 
 
-from . import pcs, till  # noqa: E402
+from . import contact, pcs, till  # noqa: E402
 
 
 def get_scene(name: str, **overrides) -> Scene:

@@ -6,6 +6,9 @@ edge ``i`` [rad] (row ``N-1`` column 3 is a padding DOF, always fixed). Flattene
 DisMech's interleaved ``[x_0, theta^0, x_1, ..., x_{N-1}]`` plus one padding entry, and every
 bending/twisting stencil couples 11 consecutive entries, so the Jacobian is banded with 10 sub-
 and super-diagonals; it is built from 21 coloured JVPs and solved in O(N).
+
+Contact (:mod:`jaxrod.models.der.contact`): floor contacts keep the band (each acts on one node);
+self-contact couples distant nodes, and the model then defaults to a dense Jacobian.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...solvers.jacobian import BandedJacobianSolver
+from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ...validation import check_finite, check_shape, is_traced
 from ..base import AbstractImplicitModel, State
+from .contact import CandidatePairs, FloorContact, RodRodContact
 from .energies import bending_energy, stretching_energy, twisting_energy
 from .frames import (
     ReferenceFrames,
@@ -34,6 +38,23 @@ from .rod import DERRod
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
 DER_BANDWIDTH = 10
+
+
+class ContactAux(eqx.Module):
+    """Reference data of a :class:`DERModel` with self-contact: the reference frames and the
+    candidate edge pairs for the next step (refreshed after every converged step).
+
+    Attributes:
+        frames: :class:`~jaxrod.models.der.ReferenceFrames`.
+        pairs: :class:`~jaxrod.models.der.contact.CandidatePairs`.
+    """
+
+    frames: ReferenceFrames
+    pairs: CandidatePairs
+
+
+def _frames(aux):
+    return aux.frames if isinstance(aux, ContactAux) else aux
 
 
 def _index_tuple(name, idx, n, what):
@@ -60,6 +81,19 @@ class DERModel(AbstractImplicitModel):
         fixed_edges: indices of edges whose twist angle is prescribed.
         motion: optional ``m(t) -> (N, 4)`` prescribed values at time ``t`` (only entries of fixed
             DOFs are used); default: the fixed DOFs keep their values from ``q0``.
+        contacts: tuple of :class:`~jaxrod.models.der.contact.FloorContact` (any number) and at
+            most one :class:`~jaxrod.models.der.contact.RodRodContact` (self-contact). Their
+            energies join the elastic energy (:meth:`contact_energy`), their friction forces
+            (:meth:`friction_forces`) join the external forces in :meth:`residual`, with the
+            implicit step's velocity. With self-contact, ``aux`` is a :class:`ContactAux` (frames
+            plus the candidate pairs, refreshed after every step) and the default linear solver is
+            dense. ``()`` (default): exactly the contact-free model.
+
+    Raises:
+        ValueError: on invalid inputs, and when ``q0`` already penetrates a floor or the rod itself
+            by more than the contact tolerance ``delta`` (the IMC energy would then push with
+            a force of order ``k_c C``; start the rod on or above the surface instead). Contacts
+            within ``delta`` of the surface at ``q0`` are accepted.
     """
 
     rod: DERRod
@@ -74,6 +108,7 @@ class DERModel(AbstractImplicitModel):
     force_fn: Callable | None = eqx.field(static=True, default=None)
     motion: Callable | None = eqx.field(static=True, default=None)
     load_factor: jax.Array = 1.0
+    contacts: tuple = ()
 
     def __init__(
         self,
@@ -91,6 +126,7 @@ class DERModel(AbstractImplicitModel):
         q0=None,
         v0=None,
         load_factor=1.0,
+        contacts=(),
     ):
         """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
         the twist of edge ``i`` (a clamped end); negative indices count from the end."""
@@ -129,6 +165,7 @@ class DERModel(AbstractImplicitModel):
         self.fixed_nodes = tuple(sorted(nodes))
         self.fixed_edges = tuple(sorted(tw))
         self.load_factor = jnp.asarray(load_factor, dtype=float)
+        self.contacts = _check_contacts(contacts, rod, self.q0)
 
     # ---- AbstractImplicitModel ------------------------------------------------------------
     def fixed_mask(self):
@@ -145,18 +182,29 @@ class DERModel(AbstractImplicitModel):
         return jnp.asarray(self.motion(t), dtype=float)
 
     def init_aux(self, q):
-        return initial_frames(q[:, :3])
+        frames = initial_frames(q[:, :3])
+        if self._self_contact is None:
+            return frames
+        return ContactAux(frames, self._self_contact.candidates(q[:, :3], self.rod.radius))
 
     def update_aux(self, q, aux):
-        return update_frames(q, aux)
+        if self._self_contact is None:
+            return update_frames(q, aux)
+        frames = update_frames(q, aux.frames)
+        return ContactAux(frames, self._self_contact.candidates(q[:, :3], self.rod.radius))
 
     def default_linear_solver(self):
+        """Banded (half-bandwidth 10) without self-contact; dense with it (contacts couple distant
+        nodes)."""
+        if self._self_contact is not None:
+            return DenseJacobianSolver()
         return BandedJacobianSolver(lower=DER_BANDWIDTH, upper=DER_BANDWIDTH)
 
     def initial_state(self) -> State:
         return State(self.q0, self.v0, self.init_aux(self.q0))
 
     def observe(self, q, v, aux):
+        aux = _frames(aux)
         _, _, t = edges(q[:, :3])
         d1, d2 = transport_directors(aux.d1, aux.tangent, t)
         m1, m2 = material_directors(d1, d2, q[:-1, 3])
@@ -173,7 +221,7 @@ class DERModel(AbstractImplicitModel):
     def elastic_energy(self, q, aux: ReferenceFrames):
         """Total elastic energy [J] of configuration ``q`` ``(N, 4)``."""
         rod = self.rod
-        kin = kinematics(q, aux)
+        kin = kinematics(q, _frames(aux))
         v_int = rod.voronoi_lengths[1:-1]
         return (
             stretching_energy(kin, rod.rest_lengths, rod.EA)
@@ -195,17 +243,106 @@ class DERModel(AbstractImplicitModel):
         f = f - self.damping * vor[:, None] * v[:, :3]
         return jnp.concatenate([f, jnp.zeros((q.shape[0], 1), dtype=f.dtype)], axis=1)
 
+    @property
+    def _self_contact(self):
+        for c in self.contacts:
+            if isinstance(c, RodRodContact):
+                return c
+        return None
+
+    def contact_energy(self, q, aux):
+        """Total IMC contact energy [J] (floors and self-contact) of configuration ``q`` ``(N, 4)``."""
+        x, h = q[:, :3], self.rod.radius
+        e = jnp.zeros((), dtype=q.dtype)
+        for c in self.contacts:
+            e = e + (c.energy(x, h, aux.pairs) if isinstance(c, RodRodContact) else c.energy(x, h))
+        return e
+
+    def potential_energy(self, q, aux):
+        """Elastic plus contact energy [J] (the part of the forces that has a potential here;
+        gravity and applied loads are in :meth:`external_forces`)."""
+        if not self.contacts:
+            return self.elastic_energy(q, aux)
+        return self.elastic_energy(q, aux) + self.contact_energy(q, aux)
+
+    def friction_forces(self, q, v, aux):
+        """``(N, 4)`` smooth Coulomb friction forces [N] of all contacts at configuration ``q`` and
+        velocity ``v`` (the implicit step's velocity); normal forces from the contact energies."""
+        x, vx, h = q[:, :3], v[:, :3], self.rod.radius
+        f = jnp.zeros_like(x)
+        for c in self.contacts:
+            f = f + (c.friction(x, vx, h, aux.pairs) if isinstance(c, RodRodContact) else c.friction(x, vx, h))
+        return jnp.concatenate([f, jnp.zeros((q.shape[0], 1), dtype=f.dtype)], axis=1)
+
     def residual(self, q, v, a, t, aux):
-        grad_e = jax.grad(self.elastic_energy)(q, aux)
-        return self.mass() * a + grad_e - self.external_forces(q, v, t)
+        if not self.contacts:
+            grad_e = jax.grad(self.elastic_energy)(q, aux)
+            return self.mass() * a + grad_e - self.external_forces(q, v, t)
+        grad_e = jax.grad(self.potential_energy)(q, aux)
+        return self.mass() * a + grad_e - self.external_forces(q, v, t) - self.friction_forces(q, v, aux)
 
     def with_load_factor(self, s):
         """Copy with all external loads (gravity, point, distributed, ``force_fn``) scaled by ``s``."""
         return eqx.tree_at(lambda m: m.load_factor, self, jnp.asarray(s, dtype=float))
 
     def total_energy(self, q, v, aux):
-        """Kinetic + elastic energy [J] (potential of gravity and loads not included)."""
-        return 0.5 * jnp.sum(self.mass() * v * v * ~self.fixed_mask()) + self.elastic_energy(q, aux)
+        """Kinetic + elastic (+ contact) energy [J] (potential of gravity and loads not included)."""
+        return 0.5 * jnp.sum(self.mass() * v * v * ~self.fixed_mask()) + self.potential_energy(q, aux)
+
+
+def _check_contacts(contacts, rod, q0):
+    """Validated tuple of contacts; raises on wrong types, several self-contacts, a rod too short
+    for self-contact, or an initial penetration deeper than ``delta``."""
+    if isinstance(contacts, (FloorContact, RodRodContact)):
+        contacts = (contacts,)
+    contacts = tuple(contacts)
+    n_self = 0
+    for k, c in enumerate(contacts):
+        if not isinstance(c, (FloorContact, RodRodContact)):
+            raise ValueError(f"contacts[{k}] must be a FloorContact or RodRodContact, got {type(c).__name__}")
+        if isinstance(c, RodRodContact):
+            n_self += 1
+            if not c.self_contact:
+                raise ValueError(
+                    "a DERModel is one rod: RodRodContact(self_contact=False) needs a multi-rod model; "
+                    "use self_contact=True"
+                )
+            if c.pairs(rod.n_nodes)[0].size == 0:
+                raise ValueError(
+                    f"self-contact needs edges at least {c.exclude_neighbours} apart: a rod of {rod.n_nodes} "
+                    "nodes has none"
+                )
+    if n_self > 1:
+        raise ValueError(f"at most one RodRodContact per DERModel, got {n_self}")
+    if is_traced(q0) or is_traced(rod.radius):
+        return contacts
+    x = np.asarray(q0)[:, :3]
+    h = float(np.asarray(rod.radius))
+    for k, c in enumerate(contacts):
+        if is_traced(c.delta):
+            continue
+        delta = float(np.asarray(c.delta))
+        if isinstance(c, FloorContact):
+            if is_traced(c.normal) or is_traced(c.offset):
+                continue
+            pen = np.asarray(c.penetration(jnp.asarray(x), h))
+            bad = np.flatnonzero(pen > delta)
+            if bad.size:
+                raise ValueError(
+                    f"initial overlap: nodes {bad[:5].tolist()} penetrate contacts[{k}] (FloorContact) by up to "
+                    f"{pen.max():.3g} m > delta = {delta:g} m; start the rod on or above the plane"
+                )
+        else:
+            D, first, second = c.min_distances(x)
+            bad = np.flatnonzero(D < 2 * h - delta)
+            if bad.size:
+                pairs = list(zip(first[bad][:5].tolist(), second[bad][:5].tolist(), strict=True))
+                raise ValueError(
+                    f"initial overlap: edge pairs {pairs} of the rod are closer than 2h - delta = "
+                    f"{2 * h - delta:.3g} m (min distance {D.min():.3g} m); self-contact needs a "
+                    "non-overlapping start"
+                )
+    return contacts
 
 
 def first_mode_velocity(rod: DERRod, tip_speed, direction=(0.0, 0.0, 1.0), *, s=None, length=None):

@@ -9,6 +9,8 @@ Examples::
     jaxrod simulate cantilever-static --n-nodes 41 --plot static.png
     jaxrod simulate till-benchmark --integrator euler --scheme bdf_alpha --alpha -0.2 --plot till.png
     jaxrod simulate till-impulse --kirchhoff --dt 0.004
+    jaxrod calibrate weight-release --out results/wr
+    jaxrod calibrate soft-limb --data ../shared/data/dismech-soft-limb/soft_limb_data.csv --no-baseline
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -98,6 +101,25 @@ def _build_parser():
     s.add_argument("--plot", metavar="FILE", help="save a summary figure (PNG, PDF, SVG...)")
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
+
+    from .calibrate import soft_limb, weight_release
+
+    c = sub.add_parser(
+        "calibrate",
+        help="fit model parameters to measured (or synthetic) data",
+        description="Calibration cases: 'weight-release' (Till et al.: EI, rho, drag from a tip trace; "
+        "synthetic data unless --data is given) and 'soft-limb' (DisMech real2sim: limb natural "
+        "curvatures per frame from the measured AprilTag data).",
+    )
+    cases = c.add_subparsers(dest="case", metavar="CASE")
+    cases.required = True
+    wr = cases.add_parser("weight-release", help="EI, density and drag of the Till et al. steel rod",
+                          description="Till et al. (2019) weight-release calibration: fit EI, density and the drag "
+                          "coefficient C of a steel cantilever from its tip trajectory (synthetic unless --data).")
+    weight_release.add_arguments(wr)
+    sl = cases.add_parser("soft-limb", help="real2sim of the DisMech soft limb (measured data)",
+                          description=soft_limb.DESCRIPTION)
+    soft_limb.add_arguments(sl)
     return p
 
 
@@ -310,6 +332,19 @@ def _cmd_simulate(args, out, err):
     return 0
 
 
+def _cmd_calibrate(args, out):
+    from .calibrate import soft_limb, weight_release
+
+    if args.case == "weight-release":
+        weight_release.run_from_args(args, out=out)
+    else:
+        if not os.path.isfile(args.data):
+            raise CLIError(f"soft-limb data not found: {args.data} (the GPL-3.0 data is kept outside the "
+                           "repository; pass --data PATH)")
+        soft_limb.run_from_args(args)
+    return 0
+
+
 def main(argv=None) -> int:
     """Entry point of the ``jaxrod`` command; returns the exit status (0 success, 2 error)."""
     out, err = sys.stdout, sys.stderr
@@ -321,6 +356,8 @@ def main(argv=None) -> int:
             return int(e.code or 0)
         if args.command == "scenes":
             return _cmd_scenes(out)
+        if args.command == "calibrate":
+            return _cmd_calibrate(args, out)
         return _cmd_simulate(args, out, err)
     except CLIError as e:
         print(f"error: {e}", file=err)

@@ -1,0 +1,220 @@
+"""DisMech soft-limb real2sim (jaxrod.calibrate.soft_limb, calibration/real2sim_soft_limb.py):
+the CSV reader's validation on small synthetic files, the exact gradient of a tip-position loss
+through the static solve against central differences, and the script's fit on a few frames of
+the real measured data (skipped when ../shared/data is absent; the GPL-3.0 file is never copied).
+
+All rod evaluations use one small rod (21 nodes) so the test file compiles one program."""
+
+import csv
+import importlib.util
+import math
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrod.calibrate import soft_limb as sl
+
+N_NODES = 21
+DATA = Path(sl.DEFAULT_DATA_PATH)
+SCRIPT = Path(__file__).resolve().parents[1] / "calibration" / "real2sim_soft_limb.py"
+
+
+# ---- (b) reader validation on synthetic CSVs ------------------------------------------------
+def _header():
+    return [
+        "Timestamp (millisec since midnight today)",
+        "Test time",
+        "pwm_duty_limb0_fwd",
+    ] + [f"tagid_{c}_{i}" for i in sl.TAG_IDS for c in ("x", "y")]
+
+
+def _tag_row(k):
+    """A synthetic arc of 9 tags (pixels, image y down), bending a little more with k."""
+    s = np.linspace(0.0, 1.0, 9)
+    ang = -0.2 - 0.3 * s * (1 + 0.1 * k)
+    x = 30 + 60 * np.concatenate([[0], np.cumsum(np.cos(ang[:-1]))])
+    y = 50 - 60 * np.concatenate([[0], np.cumsum(np.sin(ang[:-1]))])
+    return [v for xy in zip(x, y) for v in xy]
+
+
+def _write(path, rows, header=None):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(_header() if header is None else header)
+        for r in rows:
+            w.writerow(r)
+    return path
+
+
+def _good_rows(n=5, missing=2):
+    rows = []
+    for k in range(
+        missing
+    ):  # tags not yet detected: all zeros (and a repeated time, as in the real file)
+        rows.append([1000 + 200 * k, 0.0, 0.0] + [0.0] * 18)
+    for k in range(n):
+        rows.append([2000 + 200 * k, 0.2 * (k + 1), 0.1] + _tag_row(k))
+    return rows
+
+
+def test_reader_accepts_valid_file_and_masks_missing_rows(tmp_path):
+    rows = _good_rows() + [[""] * 21, [""] * 21]  # two trailing empty rows are dropped
+    data = sl.read_soft_limb_csv(_write(tmp_path / "ok.csv", rows))
+    assert data.tags_px.shape == (7, 9, 2)
+    np.testing.assert_array_equal(
+        data.valid, [False, False, True, True, True, True, True]
+    )
+    assert np.all(np.isnan(data.tags_px[:2]))
+    np.testing.assert_array_equal(sl.select_frames(data, 2), [2, 3])
+    np.testing.assert_array_equal(sl.select_frames(data, "1:5:2"), [3, 5])
+    al = sl.derive_alignment(data)
+    # by construction every synthetic polyline is 8 x 60 px long
+    assert math.isclose(al.path_length_px, 480.0, rel_tol=1e-12)
+    assert math.isclose(al.scale, 0.15 / 480.0, rel_tol=1e-12)
+    np.testing.assert_allclose(al.tag_arclength, np.linspace(0, 0.15, 9), atol=1e-12)
+    m = al.to_metres(data.tags_px[2])
+    assert (
+        np.allclose(m[0], 0.0) and m[1, 0] > 0 and m[1, 1] < 0
+    )  # image y down -> z = -y
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("columns", "has 20 columns, the header has 21"),
+        ("time", "time is not monotonic"),
+        ("all_missing", "no row has all 9 tags"),
+        ("text", "not a number"),
+        ("header", "header lacks column"),
+        ("inner_empty", "is empty"),
+        ("duplicate_valid_time", "have the same time"),
+    ],
+)
+def test_reader_rejects_malformed_files(tmp_path, case, match):
+    rows = _good_rows()
+    header = None
+    if case == "columns":
+        rows[3] = rows[3][:-1]
+    elif case == "time":
+        rows[4][1] = 0.1  # earlier than the row before
+    elif case == "all_missing":
+        rows = [[1000 + 200 * k, 0.2 * k, 0.0] + [0.0] * 18 for k in range(4)]
+    elif case == "text":
+        rows[3][5] = "abc"
+    elif case == "header":
+        header = _header()[:-1] + ["tagid_y_110"]
+    elif case == "inner_empty":
+        rows.insert(3, [""] * 21)
+    elif case == "duplicate_valid_time":
+        rows[4][1] = rows[3][1]
+    path = _write(tmp_path / f"{case}.csv", rows, header)
+    with pytest.raises(ValueError, match=match):
+        sl.read_soft_limb_csv(path)
+
+
+def test_reader_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        sl.read_soft_limb_csv(tmp_path / "nope.csv")
+
+
+# ---- (c) exact gradient vs central differences ----------------------------------------------
+@pytest.fixture(scope="module")
+def problem():
+    al = sl.Alignment(
+        scale=1.0,
+        tag_arclength=np.linspace(0.0, 0.15, 9),
+        length=0.15,
+        path_length_px=0.15,
+        path_length_std_px=0.0,
+        spacing="uniform",
+    )
+    return sl.SoftLimbProblem(al, n_nodes=N_NODES, beta=-0.18)
+
+
+def test_limb_curvature_is_in_plane_component(problem):
+    """Positive kappa bends the rod towards +z (relative to its base direction) and stays planar."""
+    state = problem.initial_state()
+    target = np.zeros((9, 2))
+    # loss_and_grad (not tag_positions) so that the whole file compiles one rod program
+    *_, (q_up, _, ok_up, _, up) = problem.loss_and_grad(
+        np.array([5.0, 5.0]), target, state
+    )
+    *_, (q_down, _, ok_down, _, down) = problem.loss_and_grad(
+        np.array([-5.0, -5.0]), target, state
+    )
+    assert bool(ok_up) and bool(ok_down)
+    assert (
+        float(jnp.max(jnp.abs(q_up[:, 1]))) < 1e-12
+        and float(jnp.max(jnp.abs(q_down[:, 1]))) < 1e-12
+    )
+    assert float(up[-1, 1]) > float(down[-1, 1]) + 0.02
+
+
+def test_tip_loss_gradient_matches_central_differences(problem):
+    state = problem.initial_state()
+    weights = np.zeros(9)
+    weights[-1] = 1.0  # tip-position loss |x_tip - x*|^2 [mm^2]
+    theta0 = np.array([-8.0, 1.5])
+    reach = problem.loss_and_grad(np.array([-6.0, -2.0]), np.zeros((9, 2)), state)
+    target = np.asarray(reach[3][4]) + np.array(
+        [0.002, -0.003]
+    )  # a reachable shape, shifted
+    value, g_theta, g_nuis, out = problem.loss_and_grad(theta0, target, state, weights)
+    assert bool(out[2]) and float(value) > 1.0
+    warm = (out[0], out[1])
+
+    def loss(theta, nuis=None):
+        v, _, _, o = problem.loss_and_grad(theta, target, warm, weights, nuis=nuis)
+        assert bool(o[2])
+        return float(v)
+
+    h = 1e-3  # [1/m]
+    for i in range(2):
+        e = np.zeros(2)
+        e[i] = h
+        fd = (loss(theta0 + e) - loss(theta0 - e)) / (2 * h)
+        assert abs(float(g_theta[i]) - fd) <= 1e-5 * abs(fd), (i, float(g_theta[i]), fd)
+    # and with respect to the base angle (gravity direction and rotation of the shape)
+    hb = 1e-5
+    nu = np.asarray(problem.nuis)
+    fd = (loss(theta0, nu + [hb, 0]) - loss(theta0, nu - [hb, 0])) / (2 * hb)
+    assert abs(float(g_nuis[0]) - fd) <= 1e-5 * abs(fd), (float(g_nuis[0]), fd)
+
+
+# ---- (a) the script on a few frames of the real data -----------------------------------------
+@pytest.mark.skipif(
+    not DATA.is_file(),
+    reason=f"measured soft-limb data not found at {DATA} (GPL-3.0, kept outside the repository in "
+    "../shared/data/dismech-soft-limb/; not distributed with jaxrod)",
+)
+def test_script_fits_a_few_real_frames(tmp_path):
+    spec = importlib.util.spec_from_file_location("real2sim_soft_limb", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    result, summary = script.run(
+        [
+            "--data",
+            str(DATA),
+            "--frames",
+            "0:170:42",
+            "--nodes",
+            str(N_NODES),
+            "--no-baseline",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    fit = result["fit"]
+    assert len(fit.rows) == 5
+    assert np.all(fit.converged)
+    assert summary["fit"]["mean_tip_error_mm"] < 3.0, summary["fit"]
+    assert 0.25 < summary["scale_mm_per_px"] < 0.31
+    for name in (
+        "real2sim_soft_limb.png",
+        "real2sim_soft_limb_frames.csv",
+        "real2sim_soft_limb_summary.json",
+    ):
+        assert (tmp_path / name).is_file()

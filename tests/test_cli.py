@@ -157,3 +157,28 @@ def test_simulate_till_benchmark_reports_first_mode(tmp_path):
     assert 1 / period == pytest.approx(scenes.get_scene("till-benchmark").reference["first_mode_hz"], rel=0.05)
     with Image.open(png) as im:
         assert im.size[0] > 100
+
+
+# ---- jaxrod calibrate ----------------------------------------------------------------------------------
+def test_calibrate_reports_missing_and_malformed_data_as_errors(tmp_path):
+    rc, out, err = run_cli(["calibrate", "soft-limb", "--data", str(tmp_path / "missing.csv")])
+    assert rc == 2 and "soft-limb data not found" in err and "--data" in err
+    bad = tmp_path / "tip.csv"
+    bad.write_text("t,tip_x,tip_z\n0.0,0.1,0.4\n0.002,0.1\n")  # a short row
+    rc, out, err = run_cli(["calibrate", "weight-release", "--data", str(bad), "--quiet", "--no-plot"])
+    assert rc == 2 and err.startswith("error:") and "Traceback" not in err
+    rc, out, err = run_cli(["calibrate", "no-such-case"])
+    assert rc == 2 and "invalid choice" in err
+
+
+@pytest.mark.slow
+def test_calibrate_weight_release_recovers_table5_values_from_the_command_line(tmp_path):
+    """Same settings (and compiled program) as tests/test_calibrate.py's recovery test."""
+    argv = ["calibrate", "weight-release", "--data-model", "same", "--integrator", "euler", "--n-points", "10",
+            "--dt", "0.004", "--duration", "0.6", "--max-iters", "40", "--quiet", "--out", str(tmp_path)]
+    rc, out, err = run_cli(argv)
+    assert rc == 0, err
+    assert "SYNTHETIC" in out
+    errors = {k: _number(rf"\n\s*{k}\s+\S+\s+\S+\s+\S+\s+([-+0-9.]+)%", out) for k in ("EI", "rho", "C")}
+    assert abs(errors["EI"]) < 1 and abs(errors["rho"]) < 1 and abs(errors["C"]) < 5, out
+    assert (tmp_path / "weight_release.json").exists()

@@ -283,7 +283,7 @@ def _cmd_simulate(args, out, err):
 
     t0 = time.perf_counter()
     traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
-                    progress=not args.no_progress, state0=scene.state0)
+                    progress=not args.no_progress, state0=scene.state0, solver=scene.solver)
     times = np.asarray(traj.times)
     tip_all = np.asarray(traj.tip)
     wall = time.perf_counter() - t0

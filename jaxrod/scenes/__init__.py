@@ -164,10 +164,12 @@ SCENES: dict[str, Callable[..., Scene]] = {
     "pcs-cfrp": lambda **kw: pcs.pcs_cfrp(**kw),
     "friction-validation": lambda **kw: contact.friction_validation(**kw),
     "rod-drop": lambda **kw: contact.rod_drop(**kw),
+    "network-spider": lambda **kw: network.spider(**kw),
+    "network-two-limb": lambda **kw: network.two_limb_actuated(**kw),
 }
 
 
-from . import contact, pcs, till  # noqa: E402
+from . import contact, network, pcs, till  # noqa: E402
 
 
 def get_scene(name: str, **overrides) -> Scene:

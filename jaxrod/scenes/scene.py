@@ -23,6 +23,8 @@ class Scene:
         load_steps: load increments for static scenes.
         reference: dict of reference values (units in the key names).
         state0: initial state when it is not the model's default (e.g. a strain offset).
+        solver: :class:`~jaxrod.solvers.newton.NewtonSolver` the scene needs when the default does
+            not fit (e.g. fresh Jacobians through contact impacts); ``None``: the default.
     """
 
     name: str
@@ -35,3 +37,4 @@ class Scene:
     load_steps: int = 1
     reference: dict = field(default_factory=dict)
     state0: object = None
+    solver: object = None

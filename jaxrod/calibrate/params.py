@@ -28,6 +28,7 @@ rounding (a :class:`Bounded` value saturates at ``lo``/``hi`` for ``|u|`` above 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -42,13 +43,13 @@ __all__ = ["Bounded", "Identity", "Log", "ParamSet", "Parameter", "Transform"]
 class Transform(eqx.Module):
     """Map between an unconstrained value ``u`` and a physical value ``p`` (elementwise)."""
 
-    def forward(self, u):  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def forward(self, u):
         """``p(u)``."""
-        raise NotImplementedError
 
-    def inverse(self, p):  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def inverse(self, p):
         """``u(p)``; raises ``ValueError`` (eagerly) for values outside the domain."""
-        raise NotImplementedError
 
     def derivative(self, u):
         """``dp/du`` (elementwise), used to convert sensitivities to physical units."""

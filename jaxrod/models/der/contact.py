@@ -353,6 +353,20 @@ class FloorContact(eqx.Module):
         """``(N,)`` depth ``h - D`` by which the rod surface is below the plane [m] (> 0 inside)."""
         return radius - self.distance(x)
 
+    def check_initial_overlap(self, x, radius, *, index=0, body="rod"):
+        """Raise ``ValueError`` when a node of ``x`` ``(N, 3)`` starts deeper than ``delta`` inside the
+        plane (skipped while any of the values is traced)."""
+        if any(is_traced(a) for a in (x, radius, self.delta, self.normal, self.offset)):
+            return
+        delta = float(np.asarray(self.delta))
+        pen = np.asarray(self.penetration(jnp.asarray(x), radius))
+        bad = np.flatnonzero(pen > delta)
+        if bad.size:
+            raise ValueError(
+                f"initial overlap: nodes {bad[:5].tolist()} penetrate contacts[{index}] (FloorContact) by up to "
+                f"{pen.max():.3g} m > delta = {delta:g} m; start the {body} on or above the plane"
+            )
+
     def energy(self, x, radius):
         """Contact energy [J] of nodes ``x`` ``(N, 3)`` for rod radius ``radius`` [m]."""
         return self.stiffness * jnp.sum(imc_energy(self.distance(x), radius, self.delta))

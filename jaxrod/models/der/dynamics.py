@@ -323,15 +323,7 @@ def _check_contacts(contacts, rod, q0):
             continue
         delta = float(np.asarray(c.delta))
         if isinstance(c, FloorContact):
-            if is_traced(c.normal) or is_traced(c.offset):
-                continue
-            pen = np.asarray(c.penetration(jnp.asarray(x), h))
-            bad = np.flatnonzero(pen > delta)
-            if bad.size:
-                raise ValueError(
-                    f"initial overlap: nodes {bad[:5].tolist()} penetrate contacts[{k}] (FloorContact) by up to "
-                    f"{pen.max():.3g} m > delta = {delta:g} m; start the rod on or above the plane"
-                )
+            c.check_initial_overlap(x, h, index=k, body="rod")
         else:
             D, first, second = c.min_distances(x)
             bad = np.flatnonzero(D < 2 * h - delta)

@@ -1324,15 +1324,7 @@ class DERNetwork(AbstractImplicitModel):
                 continue
             delta = float(np.asarray(c.delta))
             if isinstance(c, FloorContact):
-                if is_traced(c.normal) or is_traced(c.offset):
-                    continue
-                pen = np.asarray(c.penetration(x, self.node_radius()))
-                bad = np.flatnonzero(pen > delta)
-                if bad.size:
-                    raise ValueError(
-                        f"initial overlap: nodes {bad[:5].tolist()} penetrate contacts[{k}] (FloorContact) by up "
-                        f"to {pen.max():.3g} m > delta = {delta:g} m; start the structure on or above the plane"
-                    )
+                c.check_initial_overlap(x, self.node_radius(), index=k, body="structure")
             else:
                 en = np.asarray(topo.edge_nodes)
                 f, g = np.asarray(self.contact_first), np.asarray(self.contact_second)

@@ -354,6 +354,27 @@ def _lbfgs_step(n: int, memory_size: int, max_linesearch_steps: int):
     return out
 
 
+class _StoppingRule:
+    """Early stopping shared by the optimisers: gradient max-norm <= ``gtol``, or a relative loss
+    change <= ``ftol`` for ``patience`` consecutive iterations. Called once per iterate with the
+    loss history (this iterate last) and the gradient max-norm; returns the reason or ``""``."""
+
+    def __init__(self, gtol, ftol, patience):
+        self.gtol, self.ftol, self.patience, self.small = gtol, ftol, patience, 0
+
+    def __call__(self, history, gn):
+        if math.isfinite(gn) and gn <= self.gtol:
+            return f"gradient max-norm {gn:.2e} <= gtol {self.gtol:g}"
+        v = history[-1]
+        if len(history) > 1 and abs(history[-2] - v) <= self.ftol * max(abs(v), 1e-30):
+            self.small += 1
+            if self.small >= self.patience:
+                return f"loss changed by <= ftol {self.ftol:g} (relative) for {self.patience} iterations"
+        else:
+            self.small = 0
+        return ""
+
+
 def fit(
     objective: Objective,
     start=None,
@@ -424,7 +445,8 @@ def fit(
     )
     history: list[float] = []
     best = (math.inf, theta.copy(), math.inf)
-    reason, converged, small = "max_iters reached", False, 0
+    reason, converged = "max_iters reached", False
+    should_stop = _StoppingRule(gtol, ftol, patience)
     it = 0
 
     def progress(k, v, gn, th, force=False):
@@ -453,19 +475,10 @@ def fit(
             if v <= best[0]:
                 best = (v, np.asarray(th), gn)
             progress(it, v, gn, np.asarray(th))
-            if math.isfinite(gn) and gn <= gtol:
-                reason, converged = f"gradient max-norm {gn:.2e} <= gtol {gtol:g}", True
+            stop = should_stop(history, gn)
+            if stop:
+                reason, converged = stop, True
                 break
-            if len(history) > 1 and abs(history[-2] - v) <= ftol * max(abs(v), 1e-30):
-                small += 1
-                if small >= patience:
-                    reason, converged = (
-                        f"loss changed by <= ftol {ftol:g} (relative) for {patience} iterations",
-                        True,
-                    )
-                    break
-            else:
-                small = 0
             if it >= max_iters:
                 break
             th, state = th_new, state_new
@@ -492,19 +505,10 @@ def fit(
             if v <= best[0]:
                 best = (v, np.asarray(th), gn)
             progress(it, v, gn, np.asarray(th))
-            if gn <= gtol:
-                reason, converged = f"gradient max-norm {gn:.2e} <= gtol {gtol:g}", True
+            stop = should_stop(history, gn)
+            if stop:
+                reason, converged = stop, True
                 break
-            if len(history) > 1 and abs(history[-2] - v) <= ftol * max(abs(v), 1e-30):
-                small += 1
-                if small >= patience:
-                    reason, converged = (
-                        f"loss changed by <= ftol {ftol:g} (relative) for {patience} iterations",
-                        True,
-                    )
-                    break
-            else:
-                small = 0
             if it >= max_iters:
                 break
             updates, state = update(jnp.asarray(g), state, th)

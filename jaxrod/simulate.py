@@ -107,9 +107,18 @@ def implicit_step(
         r = model.residual(qs, vs, acc, t + c * dt, aux)
         return jnp.where(fixed, q_next - qb, r)
 
+    def step_limit(q_next, dq):
+        # velocities are affine in q_next for every scheme: dv from two stage evaluations
+        qs, vs, _, _ = scheme.stage(jnp.where(fixed, qb, q_next), hist, dt)
+        qs1, vs1, _, _ = scheme.stage(jnp.where(fixed, qb, q_next + dq), hist, dt)
+        return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
+
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
+    zero = jnp.zeros_like(guess)
+    has_limit = model.newton_step_limit(guess, zero, zero, zero, aux) is not None
     result = newton_solve(
-        residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization
+        residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,
+        step_limit=step_limit if has_limit else None,
     )
     q1 = jnp.where(fixed, qb, result.value)
     return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result

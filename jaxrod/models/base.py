@@ -67,6 +67,13 @@ class AbstractImplicitModel(eqx.Module):
     def initial_state(self):
         """:class:`State` the model starts from (its reference configuration, at rest)."""
 
+    def newton_step_limit(self, q, v, dq, dv, aux):
+        """Largest fraction in (0, 1] of a Newton update ``(dq, dv)`` of the stage configuration
+        ``q`` and velocity ``v`` that the time step's line search may start from, or ``None`` (no
+        limit, the default). Models with stiff non-smooth-like forces (friction) use it to keep
+        Newton from overshooting; it never changes the converged solution."""
+        return None
+
     @abc.abstractmethod
     def observe(self, q, v, aux):
         """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain

@@ -274,6 +274,15 @@ class DERModel(AbstractImplicitModel):
             f = f + (c.friction(x, vx, h, aux.pairs) if isinstance(c, RodRodContact) else c.friction(x, vx, h))
         return jnp.concatenate([f, jnp.zeros((q.shape[0], 1), dtype=f.dtype)], axis=1)
 
+    def newton_step_limit(self, q, v, dq, dv, aux):
+        """Step fraction keeping floor friction from overshooting through sticking
+        (:meth:`~jaxrod.models.der.contact.FloorContact.step_limit`); ``None`` without floors."""
+        floors = [c for c in self.contacts if isinstance(c, FloorContact)]
+        if not floors:
+            return None
+        x, h = q[:, :3], self.rod.radius
+        return jnp.min(jnp.stack([c.step_limit(x, v[:, :3], dv[:, :3], h) for c in floors]))
+
     def residual(self, q, v, a, t, aux):
         if not self.contacts:
             grad_e = jax.grad(self.elastic_energy)(q, aux)

@@ -1274,6 +1274,16 @@ class DERNetwork(AbstractImplicitModel):
                 )
         return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
 
+    def newton_step_limit(self, q, v, dq, dv, aux):
+        """Step fraction keeping floor friction from overshooting through sticking
+        (:meth:`~jaxrod.models.der.contact.FloorContact.step_limit`); ``None`` without floors."""
+        floors = [c for c in self.contacts if isinstance(c, FloorContact)]
+        if not floors:
+            return None
+        M = self.n_nodes
+        x, r = q[:M, :3], self.node_radius()
+        return jnp.min(jnp.stack([c.step_limit(x, v[:M, :3], dv[:M, :3], r) for c in floors]))
+
     def _set_contacts(self, contacts):
         if isinstance(contacts, (FloorContact, RodRodContact)):
             contacts = (contacts,)

@@ -265,7 +265,8 @@ def _cmd_simulate(args, out, err):
         if args.plot:
             from .plot import plot_static
 
-            plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3])
+            # the model: a network's limbs are drawn as separate lines, a floor contact as the floor
+            plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3], model=model)
             print(f"plot      {args.plot}", file=out)
         return 0
 
@@ -291,9 +292,18 @@ def _cmd_simulate(args, out, err):
     print(f"wall time {wall:.2f} s (compile + run)", file=out)
     print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
           f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
+    ref = scene.reference
+    if hasattr(model, "topology"):
+        # a network has no tip: report where the structure went and how low it reached
+        pos = np.asarray(traj.positions)[:, : model.n_nodes]
+        centroid = pos.mean(axis=1)
+        print(f"final centroid [m]      {_fmt_vec(centroid[-1])}  at t = {times[-1]:g} s "
+              f"(moved {1e3 * np.linalg.norm(centroid[-1] - centroid[0]):.2f} mm)", file=out)
+        print(f"lowest node z [m]       {pos[..., 2].min():+.6f} over the run, {pos[-1, :, 2].min():+.6f} at the end",
+              file=out)
+        return _write_figures(args, traj, model, scene, out)
     print(f"final tip position [m]  {_fmt_vec(tip_all[-1])}  at t = {times[-1]:g} s", file=out)
 
-    ref = scene.reference
     axis = int(ref.get("tip_axis", 2))
     uz = tip_all[:, axis] - tip_all[0, axis]
     if "omega_rad_s" in ref:
@@ -319,15 +329,20 @@ def _cmd_simulate(args, out, err):
         print(f"tip {'xyz'[axis]}-displacement    mean {mean:+.4e} m, half range {amp:.4e} m, period about the mean {ptxt}",
               file=out)
 
+    return _write_figures(args, traj, model, scene, out)
+
+
+def _write_figures(args, traj, model, scene, out):
     if args.plot:
         from .plot import plot_trajectory
 
-        plot_trajectory(traj, args.plot, title=scene.description)
+        # the model: a network's limbs are drawn as separate lines, a floor contact as the floor
+        plot_trajectory(traj, args.plot, title=scene.description, model=model)
         print(f"plot      {args.plot}", file=out)
     if args.animate:
         from .plot import animate_trajectory
 
-        animate_trajectory(traj, args.animate, title=scene.name)
+        animate_trajectory(traj, args.animate, title=scene.name, model=model)
         print(f"animation {args.animate}", file=out)
     return 0
 

@@ -9,6 +9,10 @@ reference values a result is checked against.
 * ``till-benchmark``, ``till-weight-release``, ``till-impulse``: Till et al.'s Cosserat-rod
   scenes (shooting model), see :mod:`jaxrod.scenes.till`.
 * ``pcs-silicone``, ``pcs-cfrp``: Ishigaki et al.'s PCS scenes, see :mod:`jaxrod.scenes.pcs`.
+* ``network-gripper``: DisMech's active entanglement gripper (five curling fingers with self- and
+  finger-finger IMC contact), see :func:`jaxrod.scenes.network.gripper`.
+* ``rod-coiling``: a soft rod lowered onto a frictional floor lays down in coils of radius
+  ~ the gravito-bending length (Jawed et al., PNAS 2014), see :func:`jaxrod.scenes.contact.rod_coiling`.
 """
 
 from __future__ import annotations
@@ -164,8 +168,10 @@ SCENES: dict[str, Callable[..., Scene]] = {
     "pcs-cfrp": lambda **kw: pcs.pcs_cfrp(**kw),
     "friction-validation": lambda **kw: contact.friction_validation(**kw),
     "rod-drop": lambda **kw: contact.rod_drop(**kw),
+    "rod-coiling": lambda **kw: contact.rod_coiling(**kw),
     "network-spider": lambda **kw: network.spider(**kw),
     "network-two-limb": lambda **kw: network.two_limb_actuated(**kw),
+    "network-gripper": lambda **kw: network.gripper(**kw),
 }
 
 

@@ -636,6 +636,8 @@ def main(argv=None):
     p.add_argument("--max-batch", type=int, default=64, help="largest batch in table 3")
     p.add_argument("--friction-batching", default="map",
                    help="table c: comma-separated subset of map,vmap (vmap: ~2 min on the 2-core host)")
+    p.add_argument("--friction-dt", type=float, default=5e-3,
+                   help="table c: time step [s] (DisMech's 5 ms by default)")
     p.add_argument("--friction-scheme", default="backward-euler", choices=("backward-euler", "midpoint"),
                    help="table c: time scheme (backward Euler: fastest and most accurate here)")
     args = p.parse_args(argv)
@@ -675,12 +677,13 @@ def main(argv=None):
 # table c: friction validation (DisMech Table II case c)
 # ---------------------------------------------------------------------------------------------
 def table_c(args):
-    """DisMech's friction validation: 44 pushes, T = 1.5 s (x ``--duration-scale``), dt 5 ms."""
+    """DisMech's friction validation: 44 pushes, T = 1.5 s (x ``--duration-scale``), dt ``--friction-dt``."""
     from jaxrod.scenes import contact as cs
 
     forces = jnp.asarray(cs.FRICTION_FORCES)
     duration = 1.5 * args.duration_scale
-    out(f"## Table c: friction validation (DisMech case c), {forces.size} pushes, T = {duration:g} s, dt 5 ms")
+    out(f"## Table c: friction validation (DisMech case c), {forces.size} pushes, T = {duration:g} s, "
+        f"dt {1e3 * args.friction_dt:g} ms")
     out()
     scheme = jaxrod.BackwardEuler() if args.friction_scheme == "backward-euler" else jaxrod.ImplicitMidpoint()
     out("Rod N = 26 on the floor (IMC floor contact k_c 1e4 N/m, delta 5e-4 m; mu 0.4, nu 1e-3 m/s), "
@@ -700,7 +703,8 @@ def table_c(args):
         if batch not in args.friction_batching.split(","):
             continue
         solver = jaxrod.NewtonSolver(linear_solver=None, reuse_jacobian=reuse, rtol=args.rtol, atol=args.atol)
-        fn, scene = cs.friction_batch_fn(solver=solver, batch=batch, scheme=scheme, duration=duration)
+        fn, scene = cs.friction_batch_fn(solver=solver, batch=batch, scheme=scheme, duration=duration,
+                                         dt=args.friction_dt)
         note(f"[table c] {batch}: compiling ...")
         lo, co, compiled = aot(fn, forces)
         note(f"[table c] {batch}: compiled in {lo + co:.1f} s; running x{args.repeats + 1} ...")

@@ -301,15 +301,15 @@ def rod_coiling(
     curvature, at most ``~6 imperfection / L^2`` (0.013 /m, at the free end), is far below ``1 / L_gb``, the scale at
     which natural curvature changes the coiling (Jawed et al.).
 
-    Run settings: backward Euler (it damps the stiff axial and contact modes), ``dt`` 2.5 ms
-    (0.25 mm of feed per step; at 5 ms, stiffer rods (E >= 0.4 MPa) hit Newton failures at
-    touchdown), ``duration`` (default) the time to feed 70 % of the rod. Solver: Newton with
-    Jacobian reuse and up to 100 updates (touchdown steps take 20-90). Defaults: 2800 steps,
-    6.2 chord updates and 0.41 Jacobians per step on average, at most 21 updates, all converged;
-    on the shared 2-core CPU host ~36 s compilation plus 16 s (5.7 ms per step) at 101 nodes.
-    Measured coil radius (arc length per turn of the laid curve, defaults): 1.8 ``L_gb`` in the
-    first turn, falling to 1.6 ``L_gb`` as the hanging height drops to ~16 ``L_gb``
-    (``tests/test_der_coiling.py`` checks ``R ~ L_gb`` and the doubling of ``R`` with ``L_gb``).
+    Run settings: backward Euler (it damps the stiff axial and contact modes), ``dt`` 5 ms (0.5 mm
+    of feed per step), ``duration`` (default) the time to feed 70 % of the rod; ``simulate``'s
+    default Newton (Jacobian reuse; the friction step limit keeps touchdown to <= 24 updates:
+    before it, stiffer rods failed there at 5 ms). Defaults: 1400 steps, 8.1 updates and 0.97
+    Jacobians per step on average, all converged; 2-core CPU: ~25 s including compilation (the
+    CLI run). Measured coil radius (arc length per turn of the laid curve, its first-laid 3
+    ``L_gb`` left out, defaults): 1.72 ``L_gb`` after 1.1 turns, 1.65 ``L_gb`` after 2.75 turns
+    as the hanging height drops (``tests/test_der_coiling.py`` checks ``R ~ L_gb`` and the
+    doubling of ``R`` with ``L_gb``).
 
     Args:
         n_nodes: nodes (>= 3); keep the edge ``length/(n_nodes-1)`` below ``L_gb/2``.

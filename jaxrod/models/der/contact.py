@@ -405,9 +405,8 @@ class FloorContact(eqx.Module):
     def step_limit(self, x, v, dv, radius):
         """Newton step fraction that keeps friction from overshooting (:func:`friction_step_limit`)
         for an update changing the node velocities ``v`` by ``dv`` ``(N, 3)`` [m/s] at ``x``."""
-        return friction_step_limit(
-            self.tangential(v), self.tangential(dv), self.normal_forces(x, radius), self.nu
-        )
+        fn = jnp.where(self.mu + self.mu_lateral > 0, self.normal_forces(x, radius), 0.0)  # mu = 0: no cut
+        return friction_step_limit(self.tangential(v), self.tangential(dv), fn, self.nu)
 
     def friction(self, x, v, radius):
         """``(N, 3)`` friction forces [N] on the nodes moving with velocities ``v`` ``(N, 3)``."""

@@ -456,6 +456,20 @@ def fit(
                 f"({objective.n_evaluations - evals0} evals, {time.perf_counter() - t_start:.1f} s)"
             )
 
+    def check_start(k, v):
+        if k == 0 and not math.isfinite(v):
+            raise ValueError(f"the loss is not finite at the start ({v}); check the start values and the data")
+
+    def record(k, v, g, th):
+        """Book-keeping shared by both optimisers; returns the stopping reason or None."""
+        nonlocal best
+        gn = float(np.max(np.abs(g))) if g.size else 0.0
+        history.append(v)
+        if v <= best[0]:
+            best = (v, np.asarray(th), gn)
+        progress(k, v, gn, np.asarray(th))
+        return should_stop(history, gn)
+
     if method == "lbfgs":
         opt, step, holder = _lbfgs_step(n, int(memory_size), int(max_linesearch_steps))
         holder.update(
@@ -466,16 +480,8 @@ def fit(
         while True:
             th_new, state_new, v, g = step(th, state)
             v, g = float(v), np.asarray(g)
-            if it == 0 and not math.isfinite(v):
-                raise ValueError(
-                    f"the loss is not finite at the start ({v}); check the start values and the data"
-                )
-            gn = float(np.max(np.abs(g))) if g.size else 0.0
-            history.append(v)
-            if v <= best[0]:
-                best = (v, np.asarray(th), gn)
-            progress(it, v, gn, np.asarray(th))
-            stop = should_stop(history, gn)
+            check_start(it, v)
+            stop = record(it, v, g, th)
             if stop:
                 reason, converged = stop, True
                 break
@@ -491,21 +497,13 @@ def fit(
         th = jnp.asarray(theta)
         while True:
             v, g = objective.value_and_grad(th, data)
-            if it == 0 and not math.isfinite(v):
-                raise ValueError(
-                    f"the loss is not finite at the start ({v}); check the start values and the data"
-                )
+            check_start(it, v)
             if not math.isfinite(v):
                 reason = (
                     "non-finite loss (simulation failed?); returning the best iterate"
                 )
                 break
-            gn = float(np.max(np.abs(g))) if g.size else 0.0
-            history.append(v)
-            if v <= best[0]:
-                best = (v, np.asarray(th), gn)
-            progress(it, v, gn, np.asarray(th))
-            stop = should_stop(history, gn)
+            stop = record(it, v, np.asarray(g), th)
             if stop:
                 reason, converged = stop, True
                 break

@@ -806,11 +806,20 @@ def fit_recording(
                 flush=True,
             )
     wall = time.perf_counter() - wall0
+    return _fit_result(
+        "exact gradients (implicit diff.) + L-BFGS, L2 on 8 tags", F, rows, times, wall, compile_s,
+        theta=out_theta, tip=tip, rms=rms, its=its, nevs=nevs, nits=nits, conv=conv, tags=tags, qs=qs,
+    )
+
+
+
+def _fit_result(method, F, rows, times, wall, compile_s, *, theta, tip, rms, its, nevs, nits, conv, tags, qs):
+    """A :class:`FitResult` from the per-frame lists a fitting loop collects."""
     return FitResult(
-        method="exact gradients (implicit diff.) + L-BFGS, L2 on 8 tags",
+        method=method,
         rows=np.arange(F) if rows is None else np.asarray(rows),
         times=np.full(F, np.nan) if times is None else np.asarray(times),
-        theta=np.asarray(out_theta),
+        theta=np.asarray(theta),
         tip_error_mm=np.asarray(tip),
         rms_error_mm=np.asarray(rms),
         iterations=np.asarray(its),
@@ -1046,21 +1055,9 @@ def dismech_baseline(
                 flush=True,
             )
     wall = time.perf_counter() - wall0
-    return FitResult(
-        method=f"DisMech Algorithm 1 ({sim} F): forward FD, step 0.1 halved on increase, L1 on limb curvatures",
-        rows=np.arange(F) if rows is None else np.asarray(rows),
-        times=np.full(F, np.nan) if times is None else np.asarray(times),
-        theta=np.asarray(out_theta),
-        tip_error_mm=np.asarray(tip),
-        rms_error_mm=np.asarray(rms),
-        iterations=np.asarray(its),
-        evaluations=np.asarray(nevs),
-        newton_iterations=np.asarray(nits),
-        converged=np.asarray(conv),
-        wall_s=wall,
-        compile_s=compile_s,
-        tags=np.asarray(tags),
-        q=np.asarray(qs),
+    return _fit_result(
+        f"DisMech Algorithm 1 ({sim} F): forward FD, step 0.1 halved on increase, L1 on limb curvatures", F, rows, times, wall, compile_s,
+        theta=out_theta, tip=tip, rms=rms, its=its, nevs=nevs, nits=nits, conv=conv, tags=tags, qs=qs,
     )
 
 

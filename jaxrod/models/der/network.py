@@ -85,7 +85,7 @@ sparsity pattern is known from the stencils (:func:`jacobian_pattern`), so the d
 Contact (optional ``contacts``, reusing :mod:`jaxrod.models.der.contact`)
 ------------------------------------------------------------------------
 * :class:`~jaxrod.models.der.contact.FloorContact`: every node, joint nodes included (DisMech
-  leaves joints out, a TODO in its code), with the node radius = the largest radius of the incident
+  leaves joint nodes out of floor contact), with the node radius = the largest radius of the incident
   edges. Anisotropic friction takes the node's rod direction as the sum of its incident edge
   tangents (at a joint node this is only a rough direction).
 * :class:`~jaxrod.models.der.contact.RodRodContact`: edge-edge contact between edges at least

@@ -114,11 +114,9 @@ def implicit_step(
         return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
 
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
-    zero = jnp.zeros_like(guess)
-    has_limit = model.newton_step_limit(guess, zero, zero, zero, aux) is not None
     result = newton_solve(
         residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,
-        step_limit=step_limit if has_limit else None,
+        step_limit=step_limit,
     )
     q1 = jnp.where(fixed, qb, result.value)
     return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result

@@ -159,7 +159,8 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
         # simplified Newton correction J^{-1} F(x1) must be smaller than the step that led there.
         free = state["it"] <= solver.free_steps
         r0_norm = jnp.sqrt(jnp.mean(state["r"] ** 2))
-        alpha_max = jnp.asarray(1.0, dtype) if step_limit is None else jnp.clip(step_limit(x, dx), 1e-12, 1.0)
+        limit = None if step_limit is None else step_limit(x, dx)
+        alpha_max = jnp.asarray(1.0, dtype) if limit is None else jnp.clip(limit, 1e-12, 1.0)
 
         def ls_cond(c):
             alpha, x1, r1, err, k = c
@@ -297,8 +298,9 @@ def newton_solve(
         have_factorization: bool (may be traced): whether ``factorization`` is valid.
         step_limit: optional ``(x, dx) -> alpha_max`` on the pytrees ``x0`` is shaped like: the
             largest fraction in (0, 1] of the Newton update ``dx`` at ``x`` the line search tries
-            first (e.g. to keep friction from overshooting through sticking). It shortens steps
-            only, so it changes the number of iterations, never the solution.
+            first (e.g. to keep friction from overshooting through sticking), or ``None`` (no
+            limit, decided while tracing). It shortens steps only, so it changes the number of
+            iterations, never the solution.
 
     Returns:
         :class:`NewtonResult`. The solver never raises inside ``jit``: check ``converged``.

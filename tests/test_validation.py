@@ -78,6 +78,8 @@ def test_bad_run_settings():
         jaxrod.scheme_from_name("rk4")
     with pytest.raises(ValueError, match=r"max_steps must be >= 1"):
         jaxrod.NewtonSolver(max_steps=0)
+    with pytest.raises(ValueError, match=r"chord_restart must be >= 1"):
+        jaxrod.NewtonSolver(chord_restart=0)
 
 
 def test_unconverged_static_solve_is_reported():

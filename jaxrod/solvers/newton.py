@@ -85,6 +85,8 @@ class NewtonSolver(eqx.Module):
             raise ValueError(f"NewtonSolver.fallback must be None or 'levenberg_marquardt', got {self.fallback!r}")
         if self.max_steps < 1:
             raise ValueError(f"NewtonSolver.max_steps must be >= 1, got {self.max_steps}")
+        if self.chord_restart < 1:
+            raise ValueError(f"NewtonSolver.chord_restart must be >= 1, got {self.chord_restart}")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
             if isinstance(value, (int, float)) and not (value >= 0):

@@ -8,7 +8,7 @@ curvatures) on the same frames, model and equilibrium solver, and prints both si
 
 The data file is GPL-3.0 and stays outside this repository: pass its path with ``--data``
 (default ``../shared/data/dismech-soft-limb/soft_limb_data.csv`` next to the repository).
-Modelling choices are documented in :mod:`jaxrod.calibrate.soft_limb`.
+Modelling choices are documented in :mod:`jaxrod.cases.soft_limb`.
 
 Examples::
 
@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from jaxrod.calibrate.soft_limb import DESCRIPTION, add_arguments, run_from_args
+from jaxrod.cases.soft_limb import DESCRIPTION, add_arguments, run_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,13 +15,13 @@ limits the recovery)::
 
     python calibration/weight_release.py --data-model same --integrator euler --n-points 10 --dt 0.004
 
-All options: ``--help``; the work is done by :mod:`jaxrod.calibrate.weight_release` (its
+All options: ``--help``; the work is done by :mod:`jaxrod.cases.weight_release` (its
 docstring lists measured results, including the drag bias of coarse fit models).
 """
 
 import sys
 
-from jaxrod.calibrate.weight_release import main
+from jaxrod.cases.weight_release import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -102,7 +102,7 @@ def _build_parser():
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
 
-    from .calibrate import soft_limb, weight_release
+    from .cases import soft_limb, weight_release
 
     c = sub.add_parser(
         "calibrate",
@@ -348,7 +348,7 @@ def _write_figures(args, traj, model, scene, out):
 
 
 def _cmd_calibrate(args, out):
-    from .calibrate import soft_limb, weight_release
+    from .cases import soft_limb, weight_release
 
     if args.case == "weight-release":
         weight_release.run_from_args(args, out=out)

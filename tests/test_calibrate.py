@@ -39,7 +39,7 @@ from jaxrod.calibrate import (
     save_markers_csv,
     tip_loss,
 )
-from jaxrod.calibrate import weight_release as wr
+from jaxrod.cases import weight_release as wr
 from jaxrod.calibrate.identify import IdentifiabilityWarning
 from jaxrod.calibrate.plots import plot_fit, plot_loss_history
 

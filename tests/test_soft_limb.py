@@ -1,4 +1,4 @@
-"""DisMech soft-limb real2sim (jaxrod.calibrate.soft_limb, calibration/real2sim_soft_limb.py):
+"""DisMech soft-limb real2sim (jaxrod.cases.soft_limb, calibration/real2sim_soft_limb.py):
 the CSV reader's validation on small synthetic files, the exact gradient of a tip-position loss
 through the static solve against central differences, and the script's fit on a few frames of
 the real measured data (skipped when ../shared/data is absent; the GPL-3.0 file is never copied).
@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrod.calibrate import soft_limb as sl
+from jaxrod.cases import soft_limb as sl
 
 N_NODES = 21
 DATA = Path(sl.DEFAULT_DATA_PATH)

@@ -8,8 +8,9 @@
   Adam, early stopping, progress lines) and :class:`FitReport`;
 * :mod:`~jaxrod.calibrate.identify`: Gauss-Newton identifiability (standard errors, correlations,
   flags for parameters the data cannot tell apart);
-* :mod:`~jaxrod.calibrate.plots`: fit vs data and loss-history figures;
-* :mod:`~jaxrod.calibrate.weight_release`: the Till et al. weight-release calibration of EI, rho, C.
+* :mod:`~jaxrod.calibrate.plots`: fit vs data and loss-history figures.
+
+Case studies built on these tools (weight release, soft-limb real2sim) live in :mod:`jaxrod.cases`.
 """
 
 from .data import (

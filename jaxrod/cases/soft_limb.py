@@ -1,9 +1,10 @@
 """Real2sim of the DisMech two-limb soft manipulator on its measured AprilTag data.
 
 The data (``soft_limb_data.csv``, published with DisMech, GPL-3.0) is never copied into jaxrod:
-every function takes its path (default :data:`DEFAULT_DATA_PATH`, ``../shared/data/...`` next to
-the repository). It holds, at ~5 Hz, the image coordinates [px] of 9 AprilTags along the robot
-(101-104 on limb 1, 105 at the joint, 106-109 on limb 2; image y points down).
+every function takes its path (default: found by :func:`find_data_path`: ``$JAXROD_SOFT_LIMB_DATA``
+or ``shared/data/dismech-soft-limb/`` next to the repository or the working directory). It
+holds, at ~5 Hz, the image coordinates [px] of 9 AprilTags along the robot (101-104 on limb 1,
+105 at the joint, 106-109 on limb 2; image y points down).
 
 Pipeline (each step a function here):
 
@@ -67,6 +68,8 @@ import jaxrod
 
 __all__ = [
     "DEFAULT_DATA_PATH",
+    "find_data_path",
+    "resolve_data_path",
     "Alignment",
     "FitResult",
     "SoftLimbData",
@@ -88,14 +91,57 @@ __all__ = [
     "write_results_csv",
 ]
 
-#: Default location of the measured data: ``<repo>/../shared/data/dismech-soft-limb/``.
-DEFAULT_DATA_PATH = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "dismech-soft-limb"
-    / "soft_limb_data.csv"
+#: Environment variable that may name the measured CSV (checked first by :func:`find_data_path`).
+DATA_ENV = "JAXROD_SOFT_LIMB_DATA"
+#: Where the data sits below a ``shared/`` folder next to (or above) the repository or the cwd.
+DATA_RELPATH = Path("shared") / "data" / "dismech-soft-limb" / "soft_limb_data.csv"
+DATA_SOURCE = (
+    "soft_limb_data.csv is published with DisMech: github.com/StructuresComp/dismech-rods, "
+    "cpp_examples/real2sim_case/, GPL-3.0, not distributed with jaxrod"
 )
+
+
+def find_data_path():
+    """The measured CSV, or ``None`` when none is found.
+
+    Looked for, in order: the file named by ``$JAXROD_SOFT_LIMB_DATA``; ``shared/data/dismech-soft-limb/
+    soft_limb_data.csv`` below the repository root or any of its ancestors (so ``../shared/data``
+    next to a checkout); the same below the current directory or any of its ancestors."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    root = Path(__file__).resolve().parents[2]
+    for base in (root, Path.cwd().resolve()):
+        for d in (base, *base.parents):
+            if (d / DATA_RELPATH).is_file():
+                return d / DATA_RELPATH
+    return None
+
+
+def resolve_data_path(path=None) -> Path:
+    """``path`` if given, else :func:`find_data_path`; a one-line ``FileNotFoundError`` saying where
+    to get the data when there is none."""
+    if path is not None:
+        path = Path(os.fspath(path))
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"soft-limb data not found: {path} (pass --data PATH to soft_limb_data.csv; {DATA_SOURCE})"
+            )
+        return path
+    found = find_data_path()
+    if found is None:
+        env = os.environ.get(DATA_ENV)
+        where = f"${DATA_ENV}={env} is not a file" if env else (
+            f"no {DATA_RELPATH} next to the repository or the current directory and ${DATA_ENV} unset"
+        )
+        raise FileNotFoundError(
+            f"soft-limb data not found: {where}; pass --data PATH to soft_limb_data.csv ({DATA_SOURCE})"
+        )
+    return found
+
+
+#: The measured data found at import (``None`` when absent); see :func:`find_data_path`.
+DEFAULT_DATA_PATH = find_data_path()
 
 TAG_IDS = tuple(range(101, 110))
 TIME_COLUMN = "Test time"
@@ -1065,7 +1111,7 @@ def dismech_baseline(
 # 7. driver, tables and figures
 # ---------------------------------------------------------------------------------------------
 def run_real2sim(
-    data_path=DEFAULT_DATA_PATH,
+    data_path=None,
     *,
     frames=None,
     n_nodes=49,

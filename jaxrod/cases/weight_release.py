@@ -55,11 +55,11 @@ from ..simulate import simulate
 from ..solvers.jacobian import DenseJacobianSolver
 from ..solvers.newton import NewtonSolver
 from ..timestepping import DifferenceFormula
-from .data import MarkerTracks, load_markers, save_markers_csv
-from .fit import FitReport, Objective, fit
-from .identify import IdentifiabilityReport, identify
-from .losses import block_index, block_residuals, tip_residuals
-from .params import Log, Parameter, ParamSet
+from ..calibrate.data import MarkerTracks, load_markers, save_markers_csv
+from ..calibrate.fit import FitReport, Objective, fit
+from ..calibrate.identify import IdentifiabilityReport, identify
+from ..calibrate.losses import block_index, block_residuals, tip_residuals
+from ..calibrate.params import Log, Parameter, ParamSet
 
 __all__ = [
     "TABLE5",
@@ -642,7 +642,7 @@ def run(
 
 
 def _plot(res: WeightReleaseResult, objective, path):
-    from .plots import plot_fit
+    from ..calibrate.plots import plot_fit
 
     tr = res.tracks
     t = np.asarray(tr.times)

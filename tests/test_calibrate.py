@@ -40,7 +40,15 @@ from jaxrod.calibrate import (
     tip_loss,
 )
 from jaxrod.cases import weight_release as wr
-from jaxrod.calibrate.identify import IdentifiabilityWarning
+from jaxrod.calibrate import (
+    evaluate,
+    point_errors,
+    split_frames,
+    split_markers,
+    split_trials,
+    split_windows,
+)
+from jaxrod.calibrate.identify import IdentifiabilityWarning, LackOfFitWarning
 from jaxrod.calibrate.plots import plot_fit, plot_loss_history
 
 
@@ -409,6 +417,153 @@ def test_identify_from_jacobian_collinear_and_orthogonal_columns():
         Jz, noise=1.0, values=[1.0, 1.0], labels=["a", "z"], warn=False
     )
     assert rep3.insensitive == ["z"] and math.isinf(rep3.std_errors[1])
+
+
+# ---- lack-of-fit diagnostics (no rod models: linear least squares in closed form) ---------------------
+def _line_fit(x, y):
+    """Least-squares line ``a + b x``: Jacobian ``(m, 2)``, residuals ``model - data``, ``(a, b)``."""
+    J = np.c_[np.ones_like(x), x]
+    coef, *_ = np.linalg.lstsq(J, y, rcond=None)
+    return J, J @ coef - y, coef
+
+
+def test_lack_of_fit_is_flagged_for_a_line_fitted_to_a_parabola():
+    """y = x^2 on [0, 1] with 1e-3 noise, fitted by a line: the residual is the Legendre P2 part of
+    x^2, mean square 1/180 (continuous limit), so chi2/dof ~ (1/180) / 1e-6 ~ 5.6e3, with one long
+    run of each sign pattern (+, -, +). The naive errors use the stated 1e-3 noise; the sandwich
+    errors see the 0.075 residuals."""
+    rng = np.random.default_rng(1)
+    x = np.linspace(0.0, 1.0, 101)
+    J, r, coef = _line_fit(x, x**2 + 1e-3 * rng.normal(size=x.size))
+    with pytest.warns(LackOfFitWarning, match="stated noise"):
+        rep = identify_from_jacobian(J, r, labels=["a", "b"], values=coef, noise=1e-3, units="physical")
+    d = rep.diagnostics
+    assert rep.lack_of_fit and rep.identifiable  # identifiable, but the error bars are not to be trusted
+    r0 = _line_fit(x, x**2)[1]  # the noiseless misfit on this grid
+    assert d.chi2_dof == pytest.approx(np.sum(r0**2) / 99 / 1e-6, rel=0.01)
+    assert 5000 < d.chi2_dof < 6500  # the continuous-limit estimate 1e6 / 180 = 5.6e3
+    assert d.chi2_dof > 100 * d.chi2_dof_range[1]
+    assert d.lag1_autocorrelation > 0.9 and d.runs_z < -8
+    ratio = rep.robust_std_errors / rep.std_errors
+    assert np.all(ratio > 10), ratio
+    assert "lower bounds" in rep.summary() and "chi2/dof" in rep.summary()
+    # without a stated noise the scale cannot be checked, but the structure still flags the misfit
+    rep2 = identify_from_jacobian(J, r, values=coef, units="physical", warn=False)
+    assert rep2.diagnostics.chi2_dof is None and rep2.lack_of_fit
+    assert any("autocorrelation" in m for m in rep2.diagnostics.messages)
+
+
+def test_no_lack_of_fit_for_a_well_specified_line():
+    rng = np.random.default_rng(2)
+    x = np.linspace(0.0, 1.0, 400)
+    J, r, coef = _line_fit(x, 0.3 + 2.0 * x + 0.01 * rng.normal(size=x.size))
+    import warnings as _w
+
+    with _w.catch_warnings():
+        _w.simplefilter("error")  # no LackOfFitWarning
+        rep = identify_from_jacobian(J, r, values=coef, noise=0.01, units="physical")
+    d = rep.diagnostics
+    assert not rep.lack_of_fit and not d.messages
+    lo, hi = d.chi2_dof_range
+    assert lo < d.chi2_dof < hi and abs(d.chi2_dof - 1.0) < 0.15
+    assert lo == pytest.approx(0.80, abs=0.02) and hi == pytest.approx(1.23, abs=0.02)  # 1 +- 3.09 sqrt(2/398)
+    assert abs(d.lag1_z) < 3 and d.runs_z > -3
+    np.testing.assert_allclose(rep.robust_std_errors, rep.std_errors, rtol=0.25)
+
+
+def test_lack_of_fit_bad_input():
+    J, r, _ = _line_fit(np.linspace(0, 1, 10), np.linspace(0, 1, 10))
+    kw = {"units": "physical", "warn": False}
+    with pytest.raises(ValueError, match="hac_lags"):
+        identify_from_jacobian(J, r + 0.1, noise=1.0, hac_lags=-1, **kw)
+    with pytest.raises(ValueError, match="noise must be a finite number > 0"):
+        identify_from_jacobian(J, r, noise=0.0, **kw)
+    with pytest.raises(ValueError, match="groups must have 10 entries"):
+        identify_from_jacobian(J, r, noise=1.0, groups=np.zeros(3), **kw)
+    with pytest.raises(ValueError, match="NaN"):
+        identify_from_jacobian(J, np.full(10, np.nan), noise=1.0, **kw)
+
+
+# ---- held-out evaluation ------------------------------------------------------------------------------
+def test_held_out_marker_error_exceeds_in_sample_by_the_known_amount():
+    """Markers at s = -1, 0, 1, 2 on a parabola y = c s^2 (c = 1, 2, 3 per frame); each frame's
+    line is fitted to the first three markers only: in-sample residuals c (1/3, 2/3, 1/3), the
+    held-out marker at s = 2 is predicted at 2c/3 for 4c, an error of 10c/3."""
+    s = np.array([-1.0, 0.0, 1.0, 2.0])
+    c = np.array([1.0, 2.0, 3.0])
+    meas = np.stack([np.broadcast_to(s, (3, 4)), c[:, None] * s**2], axis=-1)  # (F, M, 2)
+    markers = split_markers(4, ["m3"], names=["m0", "m1", "m2", "m3"])
+    pred = meas.copy()
+    for f in range(3):
+        b, a = np.polyfit(s[markers.train], meas[f, markers.train, 1], 1)
+        pred[f, :, 1] = a + b * s
+    rep = evaluate(point_errors(pred, meas), markers=markers, units="m", quantity="marker distance",
+                   marker_names=["m0", "m1", "m2", "m3"])
+    ins, ho = rep.in_sample, rep.blocks["held-out markers"]
+    assert ins.n == 9 and ho.n == 3
+    assert ins.mean == pytest.approx(8 / 9, rel=1e-12) and ins.max == pytest.approx(2.0, rel=1e-12)
+    assert ins.rms == pytest.approx(np.sqrt(14 / 3 * 2 / 9), rel=1e-12)
+    assert ho.mean == pytest.approx(20 / 3, rel=1e-12) and ho.max == pytest.approx(10.0, rel=1e-12)
+    assert ho.mean / ins.mean == pytest.approx(7.5, rel=1e-12)
+    np.testing.assert_allclose(rep.per_marker, [2 / 3, 4 / 3, 2 / 3, 20 / 3], rtol=1e-12)
+    np.testing.assert_allclose(rep.per_row_held_out, 10 * c / 3, rtol=1e-12)
+    text = rep.summary()
+    assert "in-sample" in text and "held-out markers" in text and "never in the loss" in text
+    assert list(rep.as_dict()["blocks"]) == ["in-sample", "held-out markers"]
+    # nothing held out: said in so many words
+    assert "not prediction errors" in evaluate(point_errors(pred, meas)[:, :3]).summary()
+
+
+def test_splits_are_disjoint_and_covering():
+    def check(sp, n):
+        assert sp.n == n and np.intersect1d(sp.train, sp.test).size == 0
+        np.testing.assert_array_equal(np.union1d(sp.train, sp.test), np.arange(n))
+        assert np.all(sp.train_mask ^ sp.test_mask)
+
+    sp = split_frames(10, every=3)
+    check(sp, 10)
+    np.testing.assert_array_equal(sp.test, [0, 3, 6, 9])
+    np.testing.assert_array_equal(split_frames(10, every=4, offset=1).test, [1, 5, 9])
+    sp = split_frames(20, fraction=0.25, seed=3)
+    check(sp, 20)
+    assert sp.test.size == 5
+    np.testing.assert_array_equal(sp.test, split_frames(20, fraction=0.25, seed=3).test)
+    t = np.linspace(0.0, 1.0, 11)
+    sp = split_windows(t, windows=[(0.2, 0.4), (0.9, 2.0)])
+    check(sp, 11)
+    np.testing.assert_array_equal(sp.test, [2, 3, 9, 10])
+    np.testing.assert_array_equal(split_windows(t, last=0.3).test, [8, 9, 10])
+    sp = split_markers(9, ["109"], names=[str(i) for i in range(101, 110)])
+    check(sp, 9)
+    np.testing.assert_array_equal(sp.test, [8])
+    np.testing.assert_array_equal(split_markers(5, -1).test, [4])
+    check(split_trials(4, [0, 2]), 4)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: split_frames(10), "exactly one of"),
+        (lambda: split_frames(10, every=1), "every must be >= 2"),
+        (lambda: split_frames(10, every=2.5), "every must be an integer"),
+        (lambda: split_frames(10, fraction=1.0), r"fraction must be in \(0, 1\)"),
+        (lambda: split_frames(10, every=2, offset=10), "offset must be < n"),
+        (lambda: split_windows([0.0, 1.0, 0.5], last=0.5), "non-decreasing"),
+        (lambda: split_windows(np.arange(5.0), windows=[(10.0, 11.0)]), "no frame falls"),
+        (lambda: split_windows(np.arange(5.0), windows=[(2.0, 1.0)]), "start < stop"),
+        (lambda: split_markers(3, [0, 1, 2]), "leaves no markers"),
+        (lambda: split_markers(3, [0, 0]), "twice"),
+        (lambda: split_markers(3, ["tip"], names=["a", "b", "c"]), "unknown marker 'tip'"),
+        (lambda: split_markers(3, [3]), "out of range"),
+        (lambda: split_trials(2, []), "names no trials"),
+        (lambda: evaluate(np.ones((4, 3)), markers=split_markers(2, [1])), "over 2 markers"),
+        (lambda: evaluate(-np.ones((4, 3))), "non-negative"),
+        (lambda: point_errors(np.ones((2, 3, 2)), np.ones((2, 3, 3))), r"shape \(F, M, D\)"),
+    ],
+)
+def test_split_and_evaluate_bad_input(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
 
 
 # ---- the weight release (Cosserat, compiled once) ----------------------------------------------------------

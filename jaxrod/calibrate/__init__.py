@@ -8,6 +8,8 @@
   Adam, early stopping, progress lines) and :class:`FitReport`;
 * :mod:`~jaxrod.calibrate.identify`: Gauss-Newton identifiability (standard errors, correlations,
   flags for parameters the data cannot tell apart);
+* :mod:`~jaxrod.calibrate.evaluate`: train/test splits over frames, time windows, markers and
+  trials, and :class:`EvaluationReport` (in-sample and held-out errors side by side);
 * :mod:`~jaxrod.calibrate.plots`: fit vs data and loss-history figures.
 
 Case studies built on these tools (weight release, soft-limb real2sim) live in :mod:`jaxrod.cases`.
@@ -20,10 +22,22 @@ from .data import (
     load_markers_npz,
     save_markers_csv,
 )
+from .evaluate import (
+    ErrorStats,
+    EvaluationReport,
+    Split,
+    evaluate,
+    point_errors,
+    split_frames,
+    split_markers,
+    split_trials,
+    split_windows,
+)
 from .fit import FitReport, Objective, fit
 from .identify import (
     IdentifiabilityReport,
     IdentifiabilityWarning,
+    LackOfFitWarning,
     identify,
     identify_from_jacobian,
 )
@@ -43,18 +57,23 @@ from .params import Bounded, Identity, Log, Parameter, ParamSet, Transform
 
 __all__ = [
     "Bounded",
+    "ErrorStats",
+    "EvaluationReport",
     "FitReport",
     "IdentifiabilityReport",
     "IdentifiabilityWarning",
+    "LackOfFitWarning",
     "Identity",
     "Log",
     "MarkerTracks",
     "Objective",
     "ParamSet",
     "Parameter",
+    "Split",
     "Transform",
     "block_index",
     "block_residuals",
+    "evaluate",
     "fit",
     "identify",
     "identify_from_jacobian",
@@ -65,9 +84,14 @@ __all__ = [
     "load_markers_npz",
     "marker_loss",
     "marker_residuals",
+    "point_errors",
     "predict_markers",
     "robust_loss",
     "save_markers_csv",
+    "split_frames",
+    "split_markers",
+    "split_trials",
+    "split_windows",
     "tip_loss",
     "tip_residuals",
 ]

@@ -26,12 +26,31 @@ large error: in the weight-release tip trace EI and rho are correlated at ~0.997
 fixes EI / rho much better than the initial deflection fixes EI), so the 0.95 rule flags them,
 yet both are determined to ~0.03%; read the standard errors alongside the correlations.
 
-The matrix is the plain least-squares Gauss-Newton matrix; for a robust (Huber/Cauchy) fit it
-describes the inliers only approximately.
+Lack of fit. The standard errors above are only as good as two assumptions: the model can
+reproduce the data up to the noise, and the noise is independent with the stated ``sigma``. When
+the residuals are given, the report checks both (:class:`FitDiagnostics`):
+
+* scale: ``chi2/dof = sum r^2 / ((m - n) sigma^2)`` against its 99.8% range for a correct model
+  (``chi2`` quantiles by the Wilson-Hilferty approximation; about ``1 +- 3 sqrt(2 / dof)``), when
+  ``noise`` (the stated sigma) is given; an estimated sigma makes it 1 by construction;
+* structure: lag-1 autocorrelation of the residuals and a Wald-Wolfowitz runs test on their
+  signs, both within each residual series (``groups``: e.g. one series per marker and axis, in
+  time order), as z-scores (about N(0, 1) for independent noise);
+* robust (sandwich) standard errors, ``(J^T J)^-1 (sum_l w_l J^T diag(r) S_l diag(r) J) (J^T J)^-1``
+  with Newey-West weights over ``hac_lags`` lags within each series (heteroscedasticity and
+  autocorrelation consistent; ``hac_lags=0`` is White's HC estimator), scaled by ``m / (m - n)``.
+
+A scale outside its range or a |z| above ``z_threshold`` (default 3) sets ``lack_of_fit`` and
+the report says, instead of presenting confident error bars, that the model misses the data by
+more than the noise, so every error bar (naive or robust) is a lower bound: neither can contain
+the bias of a misspecified model. Example: on the weight release with a coarse fit model the
+naive relative error of the drag C was 0.46% while C was 35% off; the residuals were 4x the
+noise and structured, which these diagnostics flag.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,8 +59,10 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
+    "FitDiagnostics",
     "IdentifiabilityReport",
     "IdentifiabilityWarning",
+    "LackOfFitWarning",
     "identify",
     "identify_from_jacobian",
 ]
@@ -49,6 +70,65 @@ __all__ = [
 
 class IdentifiabilityWarning(UserWarning):
     """Some parameters cannot be told apart by the data (see :class:`IdentifiabilityReport`)."""
+
+
+class LackOfFitWarning(UserWarning):
+    """The residuals are larger than the stated noise or structured: the model misses the data
+    and the standard errors understate the uncertainty (see :class:`FitDiagnostics`)."""
+
+
+@dataclass
+class FitDiagnostics:
+    """Lack-of-fit checks of a least-squares fit (see the module docstring).
+
+    Attributes:
+        n_residuals, dof: ``m`` measured residuals and ``m - n`` degrees of freedom.
+        residual_scale: ``sqrt(sum r^2 / dof)`` [residual units].
+        stated_noise: the stated sigma [residual units] or ``None`` (then ``chi2_dof`` is ``None``).
+        chi2_dof: ``residual_scale^2 / stated_noise^2``.
+        chi2_dof_range: ``(low, high)``, its 99.8% range for a correct model with that noise.
+        lag1_autocorrelation: pooled within the series; ``lag1_z``: times ``sqrt(pairs)``.
+        runs_z: z-score of the number of sign runs within the series (negative: too few runs,
+            i.e. residuals of one sign cluster together).
+        hac_lags: lags of the Newey-West sandwich.
+        robust_std_errors: ``(n,)`` sandwich standard errors in physical units.
+        lack_of_fit: any check failed.
+        messages: one line per failed check.
+    """
+
+    n_residuals: int
+    dof: int
+    residual_scale: float
+    stated_noise: float | None
+    chi2_dof: float | None
+    chi2_dof_range: tuple
+    lag1_autocorrelation: float
+    lag1_z: float
+    runs_z: float
+    hac_lags: int
+    robust_std_errors: np.ndarray
+    lack_of_fit: bool
+    messages: list = field(default_factory=list)
+    z_threshold: float = 3.0
+
+    def summary(self) -> str:
+        if self.chi2_dof is None:
+            scale = (
+                f"residual scale {self.residual_scale:.4g} (no stated noise: not checked; an "
+                "estimated sigma makes chi2/dof 1 by construction)"
+            )
+        else:
+            lo, hi = self.chi2_dof_range
+            scale = (
+                f"residual scale {self.residual_scale:.4g} vs stated noise {self.stated_noise:.4g}: "
+                f"chi2/dof {self.chi2_dof:.3g} (expected {lo:.3g}-{hi:.3g} for a correct model)"
+            )
+        return "\n".join([
+            f"  lack of fit: {scale}",
+            f"  residual structure: lag-1 autocorrelation {self.lag1_autocorrelation:+.3f} "
+            f"(z {self.lag1_z:+.1f}), runs test z {self.runs_z:+.1f} (|z| <= {self.z_threshold:g} "
+            "expected for independent noise)",
+        ])
 
 
 @dataclass
@@ -65,6 +145,8 @@ class IdentifiabilityReport:
         correlation: ``(n, n)`` correlation matrix of the estimates.
         condition_number: of the unit-diagonal Fisher matrix.
         noise: standard deviation of the residuals used (estimated unless given), residual units.
+        noise_stated: whether ``noise`` was given (then checked against the residuals).
+        diagnostics: :class:`FitDiagnostics` (``None`` when no residuals were given).
         n_residuals: number of measured residuals ``m``.
         flagged_pairs: ``[(label_a, label_b, correlation)]`` with ``|correlation| > corr_threshold``.
         weakest_direction: ``{label: coefficient}`` unit vector (in ``log`` units where possible) of
@@ -89,11 +171,25 @@ class IdentifiabilityReport:
     warnings: list = field(default_factory=list)
     corr_threshold: float = 0.95
     cond_threshold: float = 1e4
+    diagnostics: FitDiagnostics | None = None
+    noise_stated: bool = False
 
     @property
     def identifiable(self) -> bool:
-        """``True`` when nothing was flagged."""
+        """``True`` when no identifiability problem was flagged (see :attr:`lack_of_fit` for
+        whether the error bars can be trusted)."""
         return not self.warnings
+
+    @property
+    def lack_of_fit(self) -> bool:
+        """``True`` when the residuals are too large for the stated noise or structured: the
+        standard errors then understate the uncertainty (``False`` without residuals)."""
+        return self.diagnostics is not None and self.diagnostics.lack_of_fit
+
+    @property
+    def robust_std_errors(self):
+        """``(n,)`` sandwich standard errors [physical units] (``None`` without residuals)."""
+        return None if self.diagnostics is None else self.diagnostics.robust_std_errors
 
     def is_flagged(self, a: str, b: str) -> bool:
         """Whether the pair ``(a, b)`` is flagged as highly correlated."""
@@ -105,15 +201,26 @@ class IdentifiabilityReport:
         lines = [
             (
                 f"identifiability (Gauss-Newton / Fisher, {self.n_residuals} residuals, noise sigma "
-                f"{self.noise:.4g} residual units, condition number {self.condition_number:.3g}):"
+                f"{self.noise:.4g} residual units ({'stated' if self.noise_stated else 'estimated from the residuals'}), "
+                f"condition number {self.condition_number:.3g}):"
             ),
-            f"  {'parameter':<{w}s} {'value':>12s} {'std error':>12s} {'rel.':>9s}",
+            f"  {'parameter':<{w}s} {'value':>12s} {'std error':>12s} {'rel.':>9s}"
+            + (f" {'robust':>12s} {'rel.':>9s}" if self.diagnostics is not None else ""),
         ]
+        rob = self.robust_std_errors
         for i in range(n):
-            lines.append(
+            row = (
                 f"  {self.labels[i]:<{w}s} {self.values[i]:12.6g} {self.std_errors[i]:12.4g} "
                 f"{100 * self.relative_std_errors[i]:8.3g}%"
             )
+            if rob is not None:
+                rel = rob[i] / abs(self.values[i]) if self.values[i] else np.nan
+                row += f" {rob[i]:12.4g} {100 * rel:8.3g}%"
+            lines.append(row)
+        lines.append(
+            "  (std error: Gauss-Newton with the noise above, valid if the model fits to within the "
+            "noise" + ("; robust: sandwich from the residuals)" if rob is not None else ")")
+        )
         if n > 1:
             lines.append("  correlation:")
             lines.append("  " + " " * w + "".join(f" {s[:9]:>9s}" for s in self.labels))
@@ -129,11 +236,75 @@ class IdentifiabilityReport:
                 f"  all parameters identifiable (|corr| <= {self.corr_threshold:g}, "
                 f"condition number <= {self.cond_threshold:g})"
             )
+        if self.diagnostics is not None:
+            lines.append(self.diagnostics.summary())
+            lines.extend(f"  WARNING (lack of fit): {m}" for m in self.diagnostics.messages)
+            if self.lack_of_fit:
+                lines.append(
+                    "  WARNING (lack of fit): the model does not reproduce the data to within the "
+                    "noise, so the standard errors above are lower bounds (neither column contains "
+                    "the bias of a misspecified model): do not read them as the accuracy of the values"
+                )
         return "\n".join(lines)
 
 
 def _pct(x) -> str:
     return f"{100 * x:.3g}%" if np.isfinite(x) else "inf"
+
+
+def _chi2_dof_range(dof: int, z: float = 3.09) -> tuple:
+    """``(low, high)`` quantiles of ``chi2(dof) / dof`` at ``Phi(-z)``, ``Phi(z)`` (99.8% for
+    z = 3.09), by the Wilson-Hilferty cube approximation (within ~1% of the exact quantiles
+    for dof >= 3)."""
+    a = 2.0 / (9.0 * dof)
+    lo = max(1.0 - a - z * math.sqrt(a), 0.0) ** 3
+    hi = (1.0 - a + z * math.sqrt(a)) ** 3
+    return lo, hi
+
+
+def _series_order(groups, m):
+    """Indices sorting the residuals into their series (stable: time order kept) and the sorted
+    group labels."""
+    g = np.zeros(m, int) if groups is None else np.asarray(groups).reshape(-1)
+    order = np.argsort(g, kind="stable")
+    return order, g[order]
+
+
+def _structure(rr, gs):
+    """Lag-1 autocorrelation (pooled within series) with its z-score, and the runs-test z-score of
+    the residual signs within series (zeros dropped). ``rr``, ``gs``: residuals and labels in
+    series order."""
+    same = gs[1:] == gs[:-1]
+    den = float(np.sum(rr**2))
+    pairs = int(np.sum(same))
+    rho = float(np.sum((rr[1:] * rr[:-1])[same]) / den) if den > 0 and pairs else 0.0
+    z_ac = rho * math.sqrt(pairs) if pairs else 0.0
+    runs = mu = var = 0.0
+    for g in np.unique(gs):
+        sg = np.sign(rr[gs == g])
+        sg = sg[sg != 0]
+        n1, n2 = float(np.sum(sg > 0)), float(np.sum(sg < 0))
+        n = n1 + n2
+        if n < 2 or n1 == 0 or n2 == 0:
+            continue
+        runs += 1.0 + float(np.sum(sg[1:] != sg[:-1]))
+        mu_g = 2.0 * n1 * n2 / n + 1.0
+        mu += mu_g
+        var += (mu_g - 1.0) * (mu_g - 2.0) / (n - 1.0)
+    z_runs = (runs - mu) / math.sqrt(var) if var > 0 else 0.0
+    return rho, z_ac, z_runs
+
+
+def _sandwich(G, gs, bread, lags, m, n):
+    """Newey-West sandwich ``bread @ meat @ bread`` from the score rows ``G = J * r`` (series order)."""
+    meat = G.T @ G
+    for lag in range(1, lags + 1):
+        ok = gs[lag:] == gs[:-lag]
+        if not np.any(ok):
+            break
+        S = G[lag:][ok].T @ G[:-lag][ok]
+        meat = meat + (1.0 - lag / (lags + 1.0)) * (S + S.T)
+    return bread @ meat @ bread * (m / max(m - n, 1))
 
 
 def identify_from_jacobian(
@@ -149,8 +320,11 @@ def identify_from_jacobian(
     corr_threshold: float = 0.95,
     cond_threshold: float = 1e4,
     warn: bool = True,
+    groups=None,
+    hac_lags=None,
+    z_threshold: float = 3.0,
 ) -> IdentifiabilityReport:
-    """Identifiability from a residual Jacobian.
+    """Identifiability from a residual Jacobian, with lack-of-fit diagnostics when ``r`` is given.
 
     Arguments:
         J: ``(m, n)`` ``d r / d theta`` in unconstrained coordinates (rows of unmeasured entries
@@ -160,9 +334,17 @@ def identify_from_jacobian(
         labels, values: ``(n,)`` names and physical values.
         derivative: ``(n,)`` ``d value / d theta`` (1 when ``J`` is already in physical units).
         units: ``"log"``, ``"physical"`` or ``"unconstrained"``, the units of the reported Fisher matrix.
-        noise: residual standard deviation (residual units); estimated from ``r`` if ``None``.
+        noise: the stated measurement noise, standard deviation in residual units: used for the
+            standard errors and checked against the residuals (chi2/dof); estimated from ``r``
+            if ``None`` (then the scale is not checked).
         corr_threshold, cond_threshold: flagging thresholds.
-        warn: issue an :class:`IdentifiabilityWarning` for flagged findings.
+        warn: issue an :class:`IdentifiabilityWarning` for flagged findings and a
+            :class:`LackOfFitWarning` when the fit is poor.
+        groups: ``(m,)`` labels of the residual series (e.g. marker x axis), each in time order,
+            for the structure tests and the sandwich; default one series in the given order.
+        hac_lags: Newey-West lags of the sandwich (default ``floor(4 (L / 100)^(2/9))`` with
+            ``L`` the mean series length; 0: White's heteroscedasticity-only estimator).
+        z_threshold: |z| above which the autocorrelation or runs test flags structure.
     """
     J = np.asarray(J, dtype=float)
     if J.ndim != 2:
@@ -192,13 +374,27 @@ def identify_from_jacobian(
         raise ValueError(
             f"units must be 'log', 'physical' or 'unconstrained', got {units!r}"
         )
+    stated = noise is not None
+    rr = None
+    if r is not None:
+        rr = np.asarray(r, dtype=float).reshape(-1)
+        if rr.shape != (m_all,):
+            raise ValueError(f"r must have {m_all} entries (rows of J), got {rr.shape}")
+        rr = rr[mask]
+        if not np.all(np.isfinite(rr)):
+            raise ValueError("the residuals r contain NaN or inf at measured entries")
+    if groups is not None:
+        groups = np.asarray(groups).reshape(-1)
+        if groups.shape != (m_all,):
+            raise ValueError(f"groups must have {m_all} entries (rows of J), got {groups.shape}")
+        groups = groups[mask]
     if noise is None:
-        if r is None:
+        if rr is None:
             raise ValueError("give the residuals r (for the noise estimate) or noise=")
-        rr = np.asarray(r, dtype=float).reshape(-1)[mask]
-        dof = max(m - n, 1)
-        noise = float(np.sqrt(np.sum(rr**2) / dof))
+        noise = float(np.sqrt(np.sum(rr**2) / max(m - n, 1)))
     noise = float(noise)
+    if not (math.isfinite(noise) and noise > 0):
+        raise ValueError(f"noise must be a finite number > 0 (residual units), got {noise}")
 
     # sensitivities in physical units: dr/dp = dr/dtheta / (dp/dtheta)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -248,6 +444,13 @@ def identify_from_jacobian(
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = se / np.abs(values)
 
+    diag = None
+    if rr is not None:
+        diag = _diagnostics(
+            rr, groups, J_u, F, idx, to_phys, scale_ok, noise if stated else None,
+            m, n, hac_lags, float(z_threshold),
+        )
+
     rel_i = np.asarray(rel, dtype=float)
     pairs, msgs = [], []
     for i in range(n):
@@ -289,10 +492,82 @@ def identify_from_jacobian(
         warnings=msgs,
         corr_threshold=corr_threshold,
         cond_threshold=cond_threshold,
+        diagnostics=diag,
+        noise_stated=stated,
     )
     if warn and msgs:
         warnings.warn("; ".join(msgs), IdentifiabilityWarning, stacklevel=2)
+    if warn and diag is not None and diag.lack_of_fit:
+        warnings.warn(
+            "lack of fit: " + "; ".join(diag.messages) + ": the standard errors are lower bounds",
+            LackOfFitWarning,
+            stacklevel=2,
+        )
     return rep
+
+
+def _diagnostics(rr, groups, J_u, F, idx, to_phys, scale_ok, stated, m, n, hac_lags, zt):
+    """:class:`FitDiagnostics` of the measured residuals ``rr`` (see the module docstring)."""
+    dof = max(m - n, 1)
+    scale = float(np.sqrt(np.sum(rr**2) / dof))
+    order, gs = _series_order(groups, m)
+    r_s = rr[order]
+    rho, z_ac, z_runs = _structure(r_s, gs)
+    if hac_lags is None:
+        n_series = max(len(np.unique(gs)), 1)
+        hac_lags = int(math.floor(4.0 * (m / n_series / 100.0) ** (2.0 / 9.0)))
+    if isinstance(hac_lags, bool) or int(hac_lags) != hac_lags or hac_lags < 0:
+        raise ValueError(f"hac_lags must be an integer >= 0, got {hac_lags!r}")
+    hac_lags = int(hac_lags)
+    robust = np.full(n, np.inf)
+    if idx.size:
+        Fi = F[np.ix_(idx, idx)]
+        bread = np.linalg.pinv(0.5 * (Fi + Fi.T), rcond=1e-15)
+        G = J_u[order][:, idx] * r_s[:, None]
+        cov = _sandwich(G, gs, bread, hac_lags, m, n)
+        robust[idx] = np.sqrt(np.abs(np.diag(cov))) * to_phys[idx]
+    robust[~scale_ok] = np.inf
+    msgs = []
+    chi2 = None
+    rng = (np.nan, np.nan)
+    if stated is not None:
+        chi2 = (scale / stated) ** 2
+        rng = _chi2_dof_range(dof)
+        if chi2 > rng[1]:
+            msgs.append(
+                f"the residuals are {math.sqrt(chi2):.3g}x the stated noise (chi2/dof {chi2:.3g} > "
+                f"{rng[1]:.3g}): the model misses the data, or the noise is understated"
+            )
+        elif chi2 < rng[0]:
+            msgs.append(
+                f"the residuals are only {math.sqrt(chi2):.3g}x the stated noise (chi2/dof "
+                f"{chi2:.3g} < {rng[0]:.3g}): the noise is overstated or the data were over-fitted"
+            )
+    if abs(z_ac) > zt:
+        msgs.append(
+            f"the residuals are correlated from one sample to the next (lag-1 autocorrelation "
+            f"{rho:+.3f}, z {z_ac:+.1f}): systematic misfit, not independent noise"
+        )
+    if z_runs < -zt:
+        msgs.append(
+            f"the residual signs come in long runs (runs test z {z_runs:+.1f}): systematic misfit"
+        )
+    return FitDiagnostics(
+        n_residuals=int(m),
+        dof=int(dof),
+        residual_scale=scale,
+        stated_noise=stated,
+        chi2_dof=chi2,
+        chi2_dof_range=rng,
+        lag1_autocorrelation=rho,
+        lag1_z=z_ac,
+        runs_z=z_runs,
+        hac_lags=hac_lags,
+        robust_std_errors=robust,
+        lack_of_fit=bool(msgs),
+        messages=msgs,
+        z_threshold=zt,
+    )
 
 
 def identify(
@@ -305,8 +580,11 @@ def identify(
     corr_threshold: float = 0.95,
     cond_threshold: float = 1e4,
     warn: bool = True,
+    groups=None,
+    hac_lags=None,
+    z_threshold: float = 3.0,
 ) -> IdentifiabilityReport:
-    """Identifiability of ``objective``'s parameters at ``at``.
+    """Identifiability of ``objective``'s parameters at ``at``, with lack-of-fit diagnostics.
 
     Arguments:
         objective: a :class:`~jaxrod.calibrate.fit.Objective` with residuals (its compiled
@@ -314,7 +592,9 @@ def identify(
         at: a :class:`~jaxrod.calibrate.fit.FitReport`, a dict of physical values, an unconstrained
             vector, or ``None`` (the parameters' initial values).
         data: data pytree (default ``objective.data``).
-        units, noise, corr_threshold, cond_threshold, warn: see :func:`identify_from_jacobian`.
+        units, noise, corr_threshold, cond_threshold, warn, groups, hac_lags, z_threshold: see
+            :func:`identify_from_jacobian` (``noise``: the stated noise in residual units, checked
+            against the residuals; ``groups``: one label per residual entry).
     """
     ps = objective.params
     if at is None:
@@ -341,4 +621,7 @@ def identify(
         corr_threshold=corr_threshold,
         cond_threshold=cond_threshold,
         warn=warn,
+        groups=groups,
+        hac_lags=hac_lags,
+        z_threshold=z_threshold,
     )

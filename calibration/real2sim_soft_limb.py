@@ -2,18 +2,21 @@
 
 Fits the natural curvature of each of the two limbs for every frame of the recording, with exact
 gradients of the simulated static shape (implicit differentiation of jaxrod's Newton solve) and
-L-BFGS (optax), warm-started from the previous frame; then runs DisMech's own scheme (Algorithm 1:
-forward finite differences, step 0.1 halved when the loss increases, L1 loss on the limb
-curvatures) on the same frames, model and equilibrium solver, and prints both side by side.
+L-BFGS (optax), warm-started from the previous frame, twice: with the tip tag held out of the loss
+(its error is a prediction) and with all tags (its error is an in-sample residual); both are
+printed side by side (jaxrod.calibrate.evaluate). ``--baseline`` also runs DisMech's own scheme
+(Algorithm 1: forward finite differences, step 0.1 halved when the loss increases, L1 loss on the
+limb curvatures) on the same frames and model (slow).
 
-The data file is GPL-3.0 and stays outside this repository: pass its path with ``--data``
-(default ``../shared/data/dismech-soft-limb/soft_limb_data.csv`` next to the repository).
+The data file is GPL-3.0 and stays outside this repository: it is found at run time
+(``$JAXROD_SOFT_LIMB_DATA``, or ``shared/data/dismech-soft-limb/soft_limb_data.csv`` next to the
+repository or the current directory), or pass ``--data PATH``; a clear error says so when absent.
 Modelling choices are documented in :mod:`jaxrod.cases.soft_limb`.
 
 Examples::
 
     python calibration/real2sim_soft_limb.py --out results/soft_limb
-    python calibration/real2sim_soft_limb.py --frames 0:170:20 --no-baseline
+    python calibration/real2sim_soft_limb.py --frames 0:25 --baseline both
     python calibration/real2sim_soft_limb.py --camera-roll --out results/soft_limb_roll
 """
 

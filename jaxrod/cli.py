@@ -10,7 +10,7 @@ Examples::
     jaxrod simulate till-benchmark --integrator euler --scheme bdf_alpha --alpha -0.2 --plot till.png
     jaxrod simulate till-impulse --kirchhoff --dt 0.004
     jaxrod calibrate weight-release --out results/wr
-    jaxrod calibrate soft-limb --data ../shared/data/dismech-soft-limb/soft_limb_data.csv --no-baseline
+    jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -353,9 +353,10 @@ def _cmd_calibrate(args, out):
     if args.case == "weight-release":
         weight_release.run_from_args(args, out=out)
     else:
-        if not os.path.isfile(args.data):
-            raise CLIError(f"soft-limb data not found: {args.data} (the GPL-3.0 data is kept outside the "
-                           "repository; pass --data PATH)")
+        try:
+            args.data = str(soft_limb.resolve_data_path(args.data))
+        except FileNotFoundError as e:
+            raise CLIError(str(e)) from None
         soft_limb.run_from_args(args)
     return 0
 

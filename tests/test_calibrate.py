@@ -600,8 +600,16 @@ def test_weight_release_recovers_parameters_from_30_percent_off(weight_release):
     )
     assert res.report.converged
     ident = res.identifiability
-    # the noise estimate matches the synthetic noise (residuals are in units of the 0.1 mm noise)
-    assert ident.noise == pytest.approx(1.0, rel=0.2)
+    # the residuals match the synthetic noise (residual units: the 0.1 mm noise), so nothing flags
+    # a lack of fit and the robust errors agree with the naive ones
+    d = ident.diagnostics
+    assert ident.noise_stated and ident.noise == 1.0
+    assert d.residual_scale == pytest.approx(1.0, rel=0.2)
+    assert d.chi2_dof_range[0] < d.chi2_dof < d.chi2_dof_range[1]
+    assert not ident.lack_of_fit, d.messages
+    np.testing.assert_allclose(ident.robust_std_errors, ident.std_errors, rtol=0.5)
+    # nothing held out in the library default: the report says the figures are in-sample
+    assert not res.evaluation.held_out and "not prediction errors" in res.summary()
     assert np.all(ident.relative_std_errors < 0.01)
     # the drag is well separated from the stiffness and the density in the dynamic trace
     assert not ident.is_flagged("EI", "C") and not ident.is_flagged("rho", "C")

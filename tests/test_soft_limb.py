@@ -17,7 +17,7 @@ import pytest
 from jaxrod.cases import soft_limb as sl
 
 N_NODES = 21
-DATA = Path(sl.DEFAULT_DATA_PATH)
+DATA = sl.find_data_path() or Path("absent")
 SCRIPT = Path(__file__).resolve().parents[1] / "calibration" / "real2sim_soft_limb.py"
 
 
@@ -201,17 +201,28 @@ def test_script_fits_a_few_real_frames(tmp_path):
             "0:170:42",
             "--nodes",
             str(N_NODES),
-            "--no-baseline",
+            "--base-frames",
+            "3",
             "--quiet",
             "--out",
             str(tmp_path),
         ]
     )
-    fit = result["fit"]
-    assert len(fit.rows) == 5
-    assert np.all(fit.converged)
-    assert summary["fit"]["mean_tip_error_mm"] < 3.0, summary["fit"]
+    held, full = result["fits"]["held_out"], result["fits"]["all_tags"]
+    assert result["fit"] is held["fit"] and len(held["fit"].rows) == 5
+    assert np.all(held["fit"].converged) and np.all(full["fit"].converged)
+    ev_h, ev_f = held["evaluation"], full["evaluation"]
+    # the tip really was out of the held-out fit's loss: its error is a prediction, larger than
+    # the in-sample tag errors of the same fit and than the tip residual of the all-tags fit
+    assert list(ev_h.held_out) == ["held-out markers"] and not ev_f.held_out
+    tip_pred = ev_h.per_marker[-1]
+    assert tip_pred == pytest.approx(float(np.mean(held["fit"].tip_error_mm)), rel=1e-12)
+    assert tip_pred > ev_h.in_sample.mean and tip_pred > ev_f.per_marker[-1]
+    assert tip_pred < 4.0 and ev_h.in_sample.mean < 1.5, ev_h.summary()
     assert 0.25 < summary["scale_mm_per_px"] < 0.31
+    text = sl.format_summary(summary)
+    assert "never in the loss: prediction" in text and "not comparable" in text
+    assert "compile" in text and "in-sample residual" in text
     for name in (
         "real2sim_soft_limb.png",
         "real2sim_soft_limb_frames.csv",

@@ -104,6 +104,10 @@ class WeightReleaseSettings:
     (:func:`~jaxrod.calibrate.losses.block_residuals`; 0 = every frame on its own). The default
     27 ms is one period of the second bending mode (37.4 Hz), which the block sums remove; the
     first mode (6 Hz: amplitude, frequency, decay) passes at 95%.
+
+    Evaluation: ``hold_out`` (fraction in [0, 1)) of the record at its end is never fitted (every
+    stage's window is a fraction of the rest); the tip error there is a prediction, reported
+    beside the in-sample error (:func:`jaxrod.calibrate.evaluate.split_windows`).
     """
 
     n_points: int = 40
@@ -131,6 +135,7 @@ class WeightReleaseSettings:
     fit_E: bool = False
     mass: float = 0.020
     block: float = 0.027
+    hold_out: float = 0.0
 
     def __post_init__(self):
         if self.data_model not in ("fine", "same"):
@@ -141,6 +146,10 @@ class WeightReleaseSettings:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {v}")
+        if not (math.isfinite(self.hold_out) and 0.0 <= self.hold_out < 1.0):
+            raise ValueError(
+                f"hold_out must be a fraction in [0, 1) of the record, got {self.hold_out}"
+            )
         if not (math.isfinite(self.block) and self.block >= 0):
             raise ValueError(f"block must be a finite number >= 0 s, got {self.block}")
         if self.noise < 0:
@@ -428,6 +437,7 @@ class WeightReleaseResult:
     compile_s: float | None
     data_wall_s: float
     figure: str | None = None
+    evaluation: object = None  # jaxrod.calibrate.evaluate.EvaluationReport of the tip errors [mm]
 
     @property
     def report(self) -> FitReport:
@@ -453,18 +463,16 @@ class WeightReleaseResult:
                 if self.true_values is not None
                 else f" {'Table 5':>12s} {'diff.':>9s}"
             )
-            + f" {'std err':>9s}",
+            + f" {'std err':>9s} {'robust':>9s}",
         ]
         start = self.reports[0].initial_values
         ref = dict(TABLE5) if self.true_values is None else self.true_values
-        se = {}
-        if self.identifiability is not None:
-            se = dict(
-                zip(
-                    self.identifiability.labels,
-                    self.identifiability.relative_std_errors,
-                )
-            )
+        se, rob = {}, {}
+        ident = self.identifiability
+        if ident is not None:
+            se = dict(zip(ident.labels, ident.relative_std_errors))
+            if ident.robust_std_errors is not None:
+                rob = dict(zip(ident.labels, ident.robust_std_errors / np.abs(ident.values)))
         for name, v in self.fitted.items():
             t = ref.get(name)
             if name == "E":
@@ -474,7 +482,14 @@ class WeightReleaseResult:
                 row += f" {t:12.6g} {100 * (v - t) / t:+8.3f}%"
             if name in se:
                 row += f" {100 * se[name]:8.3f}%"
+            if name in rob:
+                row += f" {100 * rob[name]:8.3f}%"
             lines.append(row + f"  {UNITS.get(name, '')}")
+        if ident is not None and ident.lack_of_fit:
+            lines.append(
+                "  LACK OF FIT: the residuals exceed the stated noise or are structured; the std errors "
+                "are lower bounds, not the accuracy of the values (details below)"
+            )
         lines.append(
             f"iterations {self.iterations} ({' + '.join(str(r.iterations) for r in self.reports)} over "
             f"{len(self.reports)} stage(s)), objective evaluations {self.evaluations}, final loss "
@@ -492,6 +507,13 @@ class WeightReleaseResult:
                 else ""
             )
         )
+        if same:
+            lines.append(
+                "note: the data come from the fit model itself, so this run checks the optimiser and "
+                "the identifiability, not the model's accuracy (--fine: data from a finer model)"
+            )
+        if self.evaluation is not None:
+            lines.append(self.evaluation.summary())
         return "\n".join(lines)
 
 
@@ -579,8 +601,9 @@ def run(
         say(
             f"residuals summed over blocks of {nb} frames (~{1e3 * s.block:g} ms, low-pass)"
         )
+    train_end = (1.0 - s.hold_out) * s.duration
     for w in s.windows:
-        cut = w * s.duration + 1e-12
+        cut = w * train_end + 1e-12
         stage_mask = base_mask & (times <= cut)[:, None, None]
         say(
             f"stage: fitting t <= {cut:.3g} s ({int(np.sum(stage_mask))} measured coordinates)"
@@ -606,9 +629,20 @@ def run(
         if true_values is None
         else {k: (fitted[k] - true_values[k]) / true_values[k] for k in fitted}
     )
+    final_data = objective_data(tracks, s.residual_scale, stage_mask, block_frames=nb)
     ident = None
     if identifiability:
-        ident = identify(objective, reports[-1], warn=False)
+        # residuals are (frames, 3) row-major: one series per axis, in time order
+        stated = s.noise / s.residual_scale if s.noise > 0 else None
+        ident = identify(
+            objective,
+            reports[-1],
+            data=final_data,
+            noise=stated,
+            groups=np.tile(np.arange(3), tracks.n_frames),
+            warn=False,
+        )
+    evaluation = _evaluate(objective, reports[-1].theta, tracks, s, stage_mask)
     res = WeightReleaseResult(
         settings=s,
         tracks=tracks,
@@ -622,6 +656,7 @@ def run(
         fit_wall_s=fit_wall,
         compile_s=objective.compile_time,
         data_wall_s=info["wall_s"],
+        evaluation=evaluation,
     )
     if out_dir is not None:
         os.makedirs(out_dir, exist_ok=True)
@@ -639,6 +674,34 @@ def run(
         with open(os.path.join(out_dir, "weight_release.json"), "w") as fh:
             json.dump(_json(res), fh, indent=2)
     return res
+
+
+def _evaluate(objective, theta, tracks: MarkerTracks, s: WeightReleaseSettings, fitted_mask):
+    """Tip errors [mm] (distance in the measured axes) at every frame, split into the fitted
+    frames and the held-out end of the record (one evaluation of the compiled program)."""
+    from ..calibrate.evaluate import Split, evaluate
+
+    times = np.asarray(tracks.times)
+    pred = _predict_with(objective, theta, times)  # (T, 3)
+    meas = np.asarray(tracks.positions)[:, 0, :]
+    m = np.asarray(tracks.mask)[:, 0, :]
+    err = np.sqrt(np.sum(np.where(m, pred - meas, 0.0) ** 2, axis=-1)) * 1e3
+    err = np.where(np.any(m, axis=-1), err, np.nan)
+    fitted = np.any(np.asarray(fitted_mask)[:, 0, :], axis=-1)
+    desc = (
+        f"frames after t = {(1 - s.hold_out) * s.duration:.4g} s held out (last {100 * s.hold_out:g}%)"
+        if s.hold_out
+        else f"all {times.size} frames fitted"
+    )
+    rows = Split("frames", times.size, np.flatnonzero(fitted), np.flatnonzero(~fitted), desc)
+    noise = f"; the data carry {1e3 * s.noise:g} mm noise per axis" if tracks.synthetic else ""
+    return evaluate(
+        err[:, None],
+        rows=rows,
+        units="mm",
+        quantity="tip distance, fitted model vs data" + noise,
+        marker_names=["tip"],
+    )
 
 
 def _plot(res: WeightReleaseResult, objective, path):
@@ -689,6 +752,7 @@ def _json(res: WeightReleaseResult) -> dict:
         "fit_wall_s": res.fit_wall_s,
         "first_evaluation_incl_compile_s": res.compile_s,
         "data_synthesis_wall_s": res.data_wall_s,
+        "evaluation": None if res.evaluation is None else res.evaluation.as_dict(),
         "identifiability": None
         if ident is None
         else {
@@ -697,12 +761,27 @@ def _json(res: WeightReleaseResult) -> dict:
             "correlation": np.asarray(ident.correlation).tolist(),
             "condition_number": ident.condition_number,
             "noise_residual_units": ident.noise,
+            "robust_relative_std_errors": None
+            if ident.robust_std_errors is None
+            else [float(x) for x in ident.robust_std_errors / np.abs(ident.values)],
+            "lack_of_fit": ident.lack_of_fit,
+            "lack_of_fit_messages": [] if ident.diagnostics is None else ident.diagnostics.messages,
+            "chi2_dof": None if ident.diagnostics is None else ident.diagnostics.chi2_dof,
             "warnings": ident.warnings,
         },
     }
 
 
 # ---- command line --------------------------------------------------------------------------------
+#: Command-line presets: the default run finishes in about a minute (synthetic data from the fit
+#: model itself: it checks the optimiser and the identifiability, not the model's accuracy);
+#: ``--fine`` is the slow study (data from a finer model, ~10 min on 2 cores).
+QUICK = {"n_points": 10, "integrator": "euler", "dt": 0.004, "data_model": "same"}
+FINE = {"n_points": 40, "integrator": "rk4", "dt": 0.001, "data_model": "fine"}
+#: Fraction of the record held out (never fitted) by the command line.
+CLI_HOLD_OUT = 0.25
+
+
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the weight-release options to ``p`` (used by the script and ``jaxrod calibrate``)."""
     d = WeightReleaseSettings()
@@ -725,12 +804,20 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--out", metavar="DIR", help="write the figure, data CSV and JSON result here"
     )
     p.add_argument(
+        "--fine",
+        action="store_true",
+        help=f"the slow study (~10 min): SYNTHETIC data from a finer model (RK4, {d.data_n_points} points, "
+        f"1 kHz) fitted by {FINE['n_points']} points RK4 at dt {FINE['dt']} s; default: the quick run "
+        f"({QUICK['n_points']} points {QUICK['integrator']}, dt {QUICK['dt']} s, data from the fit model itself)",
+    )
+    p.add_argument(
         "--n-points",
         type=int,
-        default=d.n_points,
-        help=f"fit-model grid points (default {d.n_points})",
+        default=None,
+        help=f"fit-model grid points (default {QUICK['n_points']}; --fine {FINE['n_points']})",
     )
-    p.add_argument("--integrator", choices=("rk4", "euler"), default=d.integrator)
+    p.add_argument("--integrator", choices=("rk4", "euler"), default=None,
+                   help=f"default {QUICK['integrator']}; --fine {FINE['integrator']}")
     p.add_argument(
         "--segments",
         type=int,
@@ -740,8 +827,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--dt",
         type=float,
-        default=d.dt,
-        help=f"fit-model time step [s] (default {d.dt})",
+        default=None,
+        help=f"fit-model time step [s] (default {QUICK['dt']}; --fine {FINE['dt']})",
     )
     p.add_argument(
         "--duration",
@@ -752,8 +839,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--data-model",
         choices=("fine", "same"),
-        default=d.data_model,
-        help="synthetic data from a finer model (default) or from the fit model itself",
+        default=None,
+        help="synthetic data from a finer model or from the fit model itself (default same; --fine: fine)",
     )
     p.add_argument("--data-n-points", type=int, default=d.data_n_points)
     p.add_argument(
@@ -784,7 +871,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         type=float,
         nargs="+",
         default=list(d.windows),
-        help="fractions of the duration fitted in successive stages (default 0.3 0.6 1)",
+        help="fractions of the fitted span in successive stages (default 0.5 1)",
+    )
+    p.add_argument(
+        "--hold-out",
+        type=float,
+        default=CLI_HOLD_OUT,
+        help="fraction of the record at its end never fitted, scored as a prediction "
+        f"(default {CLI_HOLD_OUT}; 0: everything fitted, only in-sample figures)",
     )
     p.add_argument("--robust", choices=("l2", "huber", "cauchy"), default=d.robust)
     p.add_argument(
@@ -809,14 +903,16 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def settings_from_args(a) -> WeightReleaseSettings:
+    preset = FINE if a.fine else QUICK
+    pick = lambda k: preset[k] if getattr(a, k) is None else getattr(a, k)  # noqa: E731
     return WeightReleaseSettings(
-        n_points=a.n_points,
-        integrator=a.integrator,
+        n_points=pick("n_points"),
+        integrator=pick("integrator"),
         segments=a.segments,
-        dt=a.dt,
+        dt=pick("dt"),
         duration=a.duration,
         lm_fallback=a.lm_fallback,
-        data_model=a.data_model,
+        data_model=pick("data_model"),
         data_n_points=a.data_n_points,
         camera_rate=a.camera_rate,
         noise=a.noise,
@@ -828,6 +924,7 @@ def settings_from_args(a) -> WeightReleaseSettings:
         robust=a.robust,
         block=a.block,
         fit_E=a.fit_E,
+        hold_out=a.hold_out,
     )
 
 

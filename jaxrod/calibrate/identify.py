@@ -201,7 +201,8 @@ class IdentifiabilityReport:
         lines = [
             (
                 f"identifiability (Gauss-Newton / Fisher, {self.n_residuals} residuals, noise sigma "
-                f"{self.noise:.4g} residual units ({'stated' if self.noise_stated else 'estimated from the residuals'}), "
+                f"{self.noise:.4g} residual units "
+                f"({'stated' if self.noise_stated else 'estimated from the residuals'}), "
                 f"condition number {self.condition_number:.3g}):"
             ),
             f"  {'parameter':<{w}s} {'value':>12s} {'std error':>12s} {'rel.':>9s}"

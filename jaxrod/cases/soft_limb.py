@@ -1621,7 +1621,7 @@ def plot_real2sim(result: dict, path=None, n_shapes=6, dpi=110):
     ax2.set_xlabel("time [s]")
     ax2.set_ylabel("natural turning angle kappa x 0.075 m [deg]")
     ax2.legend(fontsize=7)
-    ax2.set_title("fitted actuation")
+    ax2.set_title("fitted actuation" + (" (tip held out)" if ho else ""))
     if path is not None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.savefig(path, dpi=dpi)

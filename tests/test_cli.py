@@ -160,9 +160,13 @@ def test_simulate_till_benchmark_reports_first_mode(tmp_path):
 
 
 # ---- jaxrod calibrate ----------------------------------------------------------------------------------
-def test_calibrate_reports_missing_and_malformed_data_as_errors(tmp_path):
+def test_calibrate_reports_missing_and_malformed_data_as_errors(tmp_path, monkeypatch):
     rc, out, err = run_cli(["calibrate", "soft-limb", "--data", str(tmp_path / "missing.csv")])
     assert rc == 2 and "soft-limb data not found" in err and "--data" in err
+    # no --data: looked up at run time (no default path baked into the parser)
+    monkeypatch.setenv("JAXROD_SOFT_LIMB_DATA", str(tmp_path / "elsewhere.csv"))
+    rc, out, err = run_cli(["calibrate", "soft-limb"])
+    assert rc == 2 and "JAXROD_SOFT_LIMB_DATA" in err and "is not a file" in err and "Traceback" not in err
     bad = tmp_path / "tip.csv"
     bad.write_text("t,tip_x,tip_z\n0.0,0.1,0.4\n0.002,0.1\n")  # a short row
     rc, out, err = run_cli(["calibrate", "weight-release", "--data", str(bad), "--quiet", "--no-plot"])

@@ -646,10 +646,13 @@ def test_identifiability_flags_ei_and_density_from_a_static_shape(static_objecti
     """Under gravity alone the shape depends on rho A g / EI only: EI and rho are perfectly
     correlated. Adding the shape under a known 20 g tip weight (same compiled program, new data)
     separates them."""
-    with pytest.warns(IdentifiabilityWarning):
+    with pytest.warns((IdentifiabilityWarning, LackOfFitWarning)) as rec:
         rep = identify(
             static_objective, data={"weights": np.array([0.0, 0.0])}, noise=1.0
         )
+    assert {w.category for w in rec} == {IdentifiabilityWarning, LackOfFitWarning}
+    # the "residuals" here are raw node coordinates / 0.1 mm, not a fit: rightly a lack of fit
+    assert rep.lack_of_fit and rep.identifiable is False
     assert rep.is_flagged("EI", "rho") and rep.correlation[0, 1] > 0.999
     assert rep.condition_number > 1e6
     w = rep.weakest_direction

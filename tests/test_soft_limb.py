@@ -114,6 +114,19 @@ def test_reader_rejects_malformed_files(tmp_path, case, match):
         sl.read_soft_limb_csv(path)
 
 
+def test_hold_out_tags_are_checked():
+    assert sl._parse_hold_out("none") == () and sl._parse_hold_out(None) == ()
+    assert sl._parse_hold_out("109,108") == (108, 109) and sl._parse_hold_out(109) == (109,)
+    with pytest.raises(ValueError, match="101 is the clamped origin"):
+        sl._parse_hold_out("101")
+    with pytest.raises(ValueError, match="not a tag id"):
+        sl._parse_hold_out("tip")
+    with pytest.raises(ValueError, match="fewer than 2 tags"):
+        sl._parse_hold_out(list(range(102, 109)))
+    with pytest.raises(ValueError, match="nothing to fit"):
+        sl.run_real2sim("unused.csv", hold_out=None, in_sample_fit=False)
+
+
 def test_reader_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         sl.read_soft_limb_csv(tmp_path / "nope.csv")
@@ -223,6 +236,8 @@ def test_script_fits_a_few_real_frames(tmp_path):
     text = sl.format_summary(summary)
     assert "never in the loss: prediction" in text and "not comparable" in text
     assert "compile" in text and "in-sample residual" in text
+    with open(tmp_path / "real2sim_soft_limb_frames.csv") as fh:
+        assert "tip_error_held_out_mm" in fh.readline()
     for name in (
         "real2sim_soft_limb.png",
         "real2sim_soft_limb_frames.csv",

@@ -514,6 +514,23 @@ def test_held_out_marker_error_exceeds_in_sample_by_the_known_amount():
     assert "not prediction errors" in evaluate(point_errors(pred, meas)[:, :3]).summary()
 
 
+def test_evaluate_sorts_rows_and_markers_into_four_blocks():
+    """errors[f, m] = 10 f + m over 4 frames x 3 markers; frames 2, 3 (t >= 0.5 s) and marker 2
+    held out: each block's mean is the mean of its known entries."""
+    e = 10.0 * np.arange(4)[:, None] + np.arange(3)[None, :]
+    e[0, 0] = np.nan  # not measured: left out of every figure
+    rows = split_windows([0.0, 0.25, 0.5, 0.75], windows=[(0.5, 1.0)])
+    rep = evaluate(e, rows=rows, markers=split_markers(3, [2]), units="mm")
+    b = rep.blocks
+    assert list(b) == ["in-sample", "held-out markers", "held-out frames", "held-out frames and markers"]
+    assert b["in-sample"].n == 3 and b["in-sample"].mean == pytest.approx((1 + 10 + 11) / 3)
+    assert b["held-out markers"].mean == pytest.approx((2 + 12) / 2)
+    assert b["held-out frames"].mean == pytest.approx((20 + 21 + 30 + 31) / 4)
+    assert b["held-out frames and markers"].max == 32.0
+    np.testing.assert_allclose(rep.per_row, [1.0, 10.5, 20.5, 30.5])
+    np.testing.assert_allclose(rep.per_marker_held_out_rows, [25.0, 26.0, 27.0])
+
+
 def test_splits_are_disjoint_and_covering():
     def check(sp, n):
         assert sp.n == n and np.intersect1d(sp.train, sp.test).size == 0

@@ -43,9 +43,9 @@ the residuals are given, the report checks both (:class:`FitDiagnostics`):
 A scale outside its range or a |z| above ``z_threshold`` (default 3) sets ``lack_of_fit`` and
 the report says, instead of presenting confident error bars, that the model misses the data by
 more than the noise, so every error bar (naive or robust) is a lower bound: neither can contain
-the bias of a misspecified model. Example: on the weight release with a coarse fit model the
-naive relative error of the drag C was 0.46% while C was 35% off; the residuals were 4x the
-noise and structured, which these diagnostics flag.
+the bias of a misspecified model. Example (issue 12's review): on the weight release with a
+coarse fit model the naive relative error of the drag C was 0.46% while C was 35% off; the
+residuals were 4x the noise (chi2/dof ~16) and structured, which these checks flag.
 """
 
 from __future__ import annotations

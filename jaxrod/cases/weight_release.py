@@ -862,7 +862,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--noise",
         type=float,
         default=d.noise,
-        help="synthetic noise [m] (default 1e-4)",
+        help="noise standard deviation per axis [m] (default 1e-4): added to synthetic data; with --data "
+        "the stated measurement noise, checked against the residuals by the lack-of-fit test",
     )
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument(

@@ -32,12 +32,13 @@ program): with the frequency ~36% off at the start, the first cycles pin the fre
 the later ones could be matched a cycle off. Residuals are summed over 27 ms blocks (one period
 of the second bending mode, see :func:`~jaxrod.calibrate.losses.block_residuals`).
 
-Measured before issue 12 (synthetic data from RK4, 100 points, dt 1 ms; fit model RK4, 3 segments,
-dt 1 ms, 0.6 s, everything fitted; 2-core machine shared with other jobs): with 40 points
-(``--fine``) EI -0.07%, rho -0.10%, C +35% while the naive identifiability error of C was 0.46%
-(the review of issue 12: 77 standard errors; residuals 4x the noise, i.e. chi2/dof ~16, far
-outside its expected range, which the lack-of-fit check now flags; not re-run here), 32
-iterations, 74 evaluations, 11 min (5 min of it compiling); with 20 points C +167%, with 10
+Measured (issue 12; synthetic data from RK4, 100 points, dt 1 ms; fit model RK4, 3 segments,
+dt 1 ms, 0.6 s, everything fitted: ``--fine --hold-out 0``; 2-core machine at load ~10): with 40
+points EI -0.07%, rho -0.10%, C +35.5%, 32 iterations, 74 evaluations, 18 min wall (364 s CPU).
+The naive identifiability error of C is 0.11% with the stated noise (0.46% with the noise
+estimated from the residuals: the review of issue 12 found C 77 such errors off), the sandwich
+error 0.66%; the residuals are 4.2x the stated noise (chi2/dof 18), so the report flags a lack
+of fit and calls the error bars lower bounds. Earlier runs: with 20 points C +167%, with 10
 points C +700%. EI and rho are recovered at every resolution, C is not: the shooting model's
 amplitude decay is not converged in the grid (at the Table 5 values the tip amplitude *grows*
 with 10 and 20 points and decays ~35% slower with 40 points than with 100), and the fitted

@@ -529,6 +529,11 @@ def test_evaluate_sorts_rows_and_markers_into_four_blocks():
     assert b["held-out frames and markers"].max == 32.0
     np.testing.assert_allclose(rep.per_row, [1.0, 10.5, 20.5, 30.5])
     np.testing.assert_allclose(rep.per_marker_held_out_rows, [25.0, 26.0, 27.0])
+    d = rep.as_dict()
+    assert d["per_row"] == [1.0, 10.5, 20.5, 30.5] and d["per_row_held_out_markers"][0] == 2.0
+    import json
+
+    json.dumps(d, allow_nan=False)  # strict JSON: NaN written as null
 
 
 def test_splits_are_disjoint_and_covering():

@@ -320,7 +320,7 @@ class EvaluationReport:
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
-        """JSON-ready summary (statistics per block and per marker, the splits)."""
+        """JSON-ready summary (statistics per block, per marker and per row, the splits; NaN -> None)."""
         return {
             "quantity": self.quantity,
             "units": self.units,
@@ -329,12 +329,18 @@ class EvaluationReport:
             "markers": {"description": self.markers.description,
                         "test": [self.marker_names[i] for i in self.markers.test]},
             "blocks": {k: v.as_dict() for k, v in self.blocks.items()},
-            "per_marker": dict(zip(self.marker_names, map(float, self.per_marker))),
+            "per_marker": dict(zip(self.marker_names, _json_floats(self.per_marker))),
             "per_marker_held_out_rows": dict(
-                zip(self.marker_names, map(float, self.per_marker_held_out_rows))
+                zip(self.marker_names, _json_floats(self.per_marker_held_out_rows))
             ),
+            "per_row": _json_floats(self.per_row),
+            "per_row_held_out_markers": _json_floats(self.per_row_held_out),
             "notes": list(self.notes),
         }
+
+
+def _json_floats(a) -> list:
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(a, dtype=float)]
 
 
 def _nanmean(a, axis):

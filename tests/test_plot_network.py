@@ -31,7 +31,7 @@ FLOOR_Z = -0.05
 
 
 def _line(a, b, n=4):
-    return jaxrod.DERRod.from_polyline(np.linspace(np.asarray(a, float), np.asarray(b, float), n), **MAT)
+    return jaxrod.DERRod.from_polyline(np.linspace(np.asarray(a, float), np.asarray(b, float), n), rest="straight", **MAT)
 
 
 @pytest.fixture(scope="module")

@@ -266,6 +266,10 @@ def test_clamp_motion_validation():
     q0[0, 3] = 0.3
     with pytest.raises(ValueError, match=r"q0's twist angle .* differs .* by 0.3"):
         DERModel(ROD, clamps=(start,), q0=q0)
+    # clamp_frame: edge -1 is the last edge (not q0's padding row); m1 turned by the twist angle
+    q = np.asarray(Q0).copy()
+    q[N - 2, 3] = 0.4
+    np.testing.assert_allclose(np.asarray(clamp_frame(q, -1)), F_END @ rot([0, 0, 1], 0.4), atol=1e-15)
     # quaternions: a turn by a about +x is (cos a/2, sin a/2, 0, 0)
     a = 0.7
     np.testing.assert_allclose(

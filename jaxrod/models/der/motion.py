@@ -117,8 +117,13 @@ def quaternion_to_matrix(q):
 def clamp_frame(q0, edge):
     """``(3, 3)`` material frame of edge ``edge`` of a DER configuration ``q0`` ``(N, 4)`` as the
     columns ``(m1, m2, t)``, with the model's reference frames at ``q0`` (space-parallel from
-    node 0): the orientation a :class:`ClampMotion` of that edge has at ``q0``."""
+    node 0): the orientation a :class:`ClampMotion` of that edge has at ``q0``. ``edge`` may be
+    negative (``-1``: the last edge)."""
     q0 = jnp.asarray(q0, dtype=float)
+    n_edges = q0.shape[0] - 1
+    if not -n_edges <= int(edge) < n_edges:
+        raise ValueError(f"edge {edge} does not exist (valid: 0..{n_edges - 1} or negative from the end)")
+    edge = int(edge) % n_edges  # q0 has a padding row: -1 must mean the last edge, not that row
     f = initial_frames(q0[:, :3])
     t, d1 = f.tangent[edge], f.d1[edge]
     d2 = jnp.cross(t, d1)

@@ -60,11 +60,13 @@ print(f"Euler-Bernoulli first mode: omega = {scene.reference['omega_rad_s']:.5f}
 `DERModel` adds boundary conditions and loads (here: clamp edge 0, first-mode initial velocity).
 A DER clamp acts at the *midpoint* of the clamped edge, so `DERRod.cantilever` (used here and
 by the scene) centres edge 0 on the wall: the free length is exactly 1 m. Clamping edge 0 of
-`DERRod.straight(21, 1.0)` instead would make the beam half an edge shorter (about 1.5 dl/L too
-stiff in a tip-load test: -7% here, -15% at 11 nodes)."""
+`DERRod.straight(21, 1.0)` instead would make the beam half an edge shorter (a tip load then
+deflects the tip about 1.5 dl/L too little: 14.5% at 11 nodes)."""
     ),
     new_code_cell(
-        """rod_by_hand = jaxrod.DERRod.cantilever(21, 1.0, youngs_modulus=1e5, density=500.0, radius=0.02, poisson_ratio=0.5)
+        """rod_by_hand = jaxrod.DERRod.cantilever(
+    21, 1.0, youngs_modulus=1e5, density=500.0, radius=0.02, poisson_ratio=0.5
+)
 x = np.asarray(rod_by_hand.rest_positions[:, 0])  # node 0 sits half an edge behind the wall at x = 0
 v0 = jaxrod.first_mode_velocity(rod_by_hand, 5e-3, s=np.clip(x, 0.0, None), length=1.0)
 model_by_hand = jaxrod.DERModel(rod_by_hand, clamped_edges=(0,), v0=v0)
@@ -237,14 +239,16 @@ def trial(lift, tilt, twist):
         "markers": np.zeros((times.size - 1, 3, 3)),
     }
 
-data = jax.tree_util.tree_map(lambda *x: jnp.stack(x), trial(0.04, 0.3, 0.5), trial(-0.03, -0.4, -1.0), trial(0.02, 0.5, 0.8))
+trials = [trial(0.04, 0.3, 0.5), trial(-0.03, -0.4, -1.0), trial(0.02, 0.5, 0.8)]
+data = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *trials)
 data["use"] = jnp.array([True, True, True])
 truth = {"E": 1.5e7, "eta": 2.0}
 obj = Objective(residuals, params, data=data)
 # synthetic measurements: residuals against all-zero markers are the predictions in mm (this also
 # compiles the program that the fit reuses); add 0.2 mm of noise
 r, _ = obj.residuals(params.to_vector(truth))
-data["markers"] = 1e-3 * r.reshape(data["markers"].shape) + 2e-4 * np.random.default_rng(0).normal(size=data["markers"].shape)
+shape = data["markers"].shape
+data["markers"] = 1e-3 * r.reshape(shape) + 2e-4 * np.random.default_rng(0).normal(size=shape)
 print(f"data made in {obj.compile_time:.1f} s (incl. compilation)")
 
 train = dict(data, use=jnp.array([True, True, False]))   # trial 3 held out

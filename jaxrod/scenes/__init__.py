@@ -142,7 +142,8 @@ def helix(
         raise ValueError(f"unknown helix case {case!r}; choose 'b1' or 'b2'")
     E, h, T, dt0, t_dismech = params[case]
     rod = DERRod.from_polyline(
-        dismech_helix_points(n_helix), rest="stress_free", youngs_modulus=E, density=1273.52, radius=h, poisson_ratio=0.5
+        dismech_helix_points(n_helix), rest="stress_free", youngs_modulus=E, density=1273.52, radius=h,
+        poisson_ratio=0.5,
     )
     model = DERModel(rod, clamped_edges=(0,), gravity=(0.0, 0.0, -9.8), damping=damping)
     return Scene(

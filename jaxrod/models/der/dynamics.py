@@ -146,7 +146,7 @@ class DERModel(AbstractImplicitModel):
         the twist of edge ``i`` (a clamped end); negative indices count from the end. The clamp acts
         at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
         the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
-        beam by ``dl/2``: -19% tip deflection at 11 nodes)."""
+        beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
         n = rod.n_nodes
         self.rod = rod
         self.gravity = jnp.asarray(gravity, dtype=float)
@@ -169,7 +169,10 @@ class DERModel(AbstractImplicitModel):
         elif motion is None or callable(motion):
             self.motion, self.motion_data = motion, None
         else:
-            raise ValueError(f"motion must be a callable t -> (N, 4) or an eqx.Module (e.g. SampledMotion), got {type(motion).__name__}")
+            raise ValueError(
+                "motion must be a callable t -> (N, 4) or an eqx.Module (e.g. SampledMotion), "
+                f"got {type(motion).__name__}"
+            )
         self.clamps = _check_clamps(clamps, n)
         default_q0 = q0 is None
         if q0 is None:
@@ -240,7 +243,7 @@ class DERModel(AbstractImplicitModel):
             ang = c.sample_angles(ref.d1[e], ref.tangent[e])
             if default_q0:
                 q0 = q0.at[e, 3].set(ang[0])
-            if is_traced(q0) or is_traced(c.orientations) or is_traced(c.positions):
+            if any(is_traced(x) for x in (q0, c.orientations, c.positions, self.rod.rest_positions)):
                 continue
             axis_cos = np.asarray(c.orientations[:, :, 2] @ ref.tangent[e])
             if axis_cos.min() < MIN_AXIS_COSINE:

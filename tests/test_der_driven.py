@@ -277,6 +277,13 @@ def test_clamp_motion_validation():
     q = np.asarray(Q0).copy()
     q[N - 2, 3] = 0.4
     np.testing.assert_allclose(np.asarray(clamp_frame(q, -1)), F_END @ rot([0, 0, 1], 0.4), atol=1e-15)
+    # from_gripper: the cable turns with the gripper, whatever the gripper's body convention B
+    ang = 0.2 + TS
+    B = rot([1, 2, 3], 0.7)
+    G = np.stack([rot([0, 0, 1], a) @ B for a in ang])
+    c = ClampMotion.from_gripper(-1, TS, pos, G, F_END)
+    want = np.stack([rot([0, 0, 1], a - ang[0]) @ F_END for a in ang])
+    np.testing.assert_allclose(np.asarray(c.orientations), want, atol=1e-14)
     # quaternions: a turn by a about +x is (cos a/2, sin a/2, 0, 0)
     a = 0.7
     np.testing.assert_allclose(

@@ -577,7 +577,9 @@ def table3(args, solver):
 
     def make_one(slv):
         def one(E):
-            rod = jaxrod.DERRod.from_polyline(pts, youngs_modulus=E, density=500.0, radius=0.02, poisson_ratio=0.5)
+            rod = jaxrod.DERRod.from_polyline(
+                pts, rest="straight", youngs_modulus=E, density=500.0, radius=0.02, poisson_ratio=0.5
+            )
             model = jaxrod.DERModel(rod, clamped_edges=(0,), v0=v0)
             traj = jaxrod.simulate(model, dt=dt, n_steps=n_steps, solver=slv, throw=False)
             return traj.tip, traj.stats.iterations, traj.stats.jacobians, traj.stats.converged

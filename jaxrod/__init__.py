@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 from . import geometry, scenes
 from .models.base import AbstractImplicitModel, State
 from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
-from .models.der import DERModel, DERRod, first_mode_velocity
+from .models.der import ClampMotion, DERModel, DERRod, SampledMotion, first_mode_velocity
 from .simulate import (
     ConvergenceError,
     SolverStats,
@@ -42,6 +42,7 @@ __all__ = [
     "BDFAlpha",
     "BackwardEuler",
     "BandedJacobianSolver",
+    "ClampMotion",
     "ConvergenceError",
     "CosseratModel",
     "CosseratRod",
@@ -55,6 +56,7 @@ __all__ = [
     "NewtonResult",
     "NewtonSolver",
     "PointLoad",
+    "SampledMotion",
     "SolverStats",
     "State",
     "Trajectory",

@@ -127,7 +127,7 @@ def _crossing_rod(stiffness):
     connector = np.linspace(upper[-1], lower[0], 5)[1:-1]
     pts = np.concatenate([upper, connector, lower])
     n = len(pts)
-    rod = DERRod.from_polyline(pts, youngs_modulus=1e6, density=1000.0, radius=h)
+    rod = DERRod.from_polyline(pts, rest="stress_free", youngs_modulus=1e6, density=1000.0, radius=h)
     i_up, i_lo = np.arange(n_part), np.arange(n - n_part, n)
     forces = np.zeros((n, 3))
     forces[i_up[3:5], 2] = -0.05
@@ -413,6 +413,6 @@ def test_model_rejects_bad_contacts_and_initial_overlap():
         [[0, 0, 0], [0.1, 0, 0], [0.2, 0, 0], [0.25, 0.0025, 0], [0.2, 0.005, 0], [0.1, 0.005, 0], [0.0, 0.005, 0]],
         float,
     )
-    hairpin = DERRod.from_polyline(pts, youngs_modulus=1e6, density=1000.0, radius=0.01)
+    hairpin = DERRod.from_polyline(pts, rest="stress_free", youngs_modulus=1e6, density=1000.0, radius=0.01)
     with pytest.raises(ValueError, match="initial overlap: edge pairs"):
         DERModel(hairpin, contacts=(RodRodContact(),))

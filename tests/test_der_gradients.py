@@ -17,7 +17,7 @@ TIGHT = jaxrod.NewtonSolver(linear_solver=None, rtol=1e-13, atol=1e-15, max_step
 def build(E, rho, kappa_scale, force):
     """Cantilever with gravity, a tip force and a uniform natural curvature (all traced)."""
     pts = np.stack([np.linspace(0, 0.5, N), np.zeros(N), np.zeros(N)], axis=1)
-    rod = jaxrod.DERRod.from_polyline(pts, youngs_modulus=E, density=rho, radius=0.01)
+    rod = jaxrod.DERRod.from_polyline(pts, rest="stress_free", youngs_modulus=E, density=rho, radius=0.01)
     kappa = jnp.zeros((N - 2, 2)).at[:, 1].set(kappa_scale)
     rod = rod.with_natural_curvature(kappa)
     forces = jnp.zeros((N, 3)).at[-1].set(force)

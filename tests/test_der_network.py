@@ -39,7 +39,7 @@ ARC_KAPPA = 3.0  # 1/m; the arc limb is 0.5 m long: total turning 1.5 rad
 
 
 def rod(points, **kw):
-    return jaxrod.DERRod.from_polyline(np.asarray(points, dtype=float), **{**MAT, **kw})
+    return jaxrod.DERRod.from_polyline(np.asarray(points, dtype=float), **{"rest": "stress_free", **MAT, **kw})
 
 
 def line(start, end, n):

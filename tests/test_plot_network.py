@@ -31,7 +31,8 @@ FLOOR_Z = -0.05
 
 
 def _line(a, b, n=4):
-    return jaxrod.DERRod.from_polyline(np.linspace(np.asarray(a, float), np.asarray(b, float), n), **MAT)
+    pts = np.linspace(np.asarray(a, float), np.asarray(b, float), n)
+    return jaxrod.DERRod.from_polyline(pts, rest="straight", **MAT)
 
 
 @pytest.fixture(scope="module")

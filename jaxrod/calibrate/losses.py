@@ -101,20 +101,30 @@ def interp_time(times, values, t_query, *, kind: str = "cubic"):
 
 def interp_arc_length(grid, positions, s_query):
     """Linear interpolation of node positions ``(..., N, 3)`` on the reference grid ``(N,)`` [m] to
-    arc lengths ``s_query (K,)`` [m] (must lie in ``[grid[0], grid[-1]]``). Returns ``(..., K, 3)``."""
-    grid = np.asarray(grid, dtype=float)
-    s = np.asarray(s_query, dtype=float).reshape(-1)
-    if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
-        raise ValueError(
-            f"grid must be a strictly increasing (N,) array with N >= 2, got shape {grid.shape}"
-        )
-    tol = 1e-9 * (grid[-1] - grid[0])
-    if np.any(s < grid[0] - tol) or np.any(s > grid[-1] + tol):
-        raise ValueError(
-            f"marker arc lengths {s} m must lie on the rod, in [{grid[0]:.6g}, {grid[-1]:.6g}] m"
-        )
-    s = np.clip(s, grid[0], grid[-1])
-    i = np.clip(np.searchsorted(grid, s, side="right") - 1, 0, grid.size - 2)
+    arc lengths ``s_query (K,)`` [m] (must lie in ``[grid[0], grid[-1]]``). Returns ``(..., K, 3)``.
+
+    Works under ``jit``/``grad``/``vmap`` in all three arguments (differentiable in ``positions``,
+    ``s_query`` and ``grid``; the bracketing nodes are found by ``searchsorted``). The grid and
+    the queries are checked when they are concrete; traced queries outside the grid are clamped
+    to its ends.
+    """
+    grid = jnp.asarray(grid, dtype=float)
+    s = jnp.asarray(s_query, dtype=float).reshape(-1)
+    if grid.ndim != 1 or grid.shape[0] < 2:
+        raise ValueError(f"grid must be a strictly increasing (N,) array with N >= 2, got shape {grid.shape}")
+    if _concrete(grid):
+        g = np.asarray(grid)
+        if np.any(np.diff(g) <= 0) or not np.all(np.isfinite(g)):
+            raise ValueError(f"grid must be a finite, strictly increasing (N,) array [m], got {g}")
+        if _concrete(s):
+            sq = np.asarray(s)
+            tol = 1e-9 * (g[-1] - g[0])
+            if np.any(~np.isfinite(sq)) or np.any(sq < g[0] - tol) or np.any(sq > g[-1] + tol):
+                raise ValueError(
+                    f"marker arc lengths {sq} m must lie on the rod, in [{g[0]:.6g}, {g[-1]:.6g}] m"
+                )
+    s = jnp.clip(s, grid[0], grid[-1])
+    i = jnp.clip(jnp.searchsorted(grid, s, side="right") - 1, 0, grid.shape[0] - 2)
     w = (s - grid[i]) / (grid[i + 1] - grid[i])
     positions = jnp.asarray(positions)
     a = positions[..., i, :]
@@ -141,13 +151,13 @@ def predict_markers(
         traj: a :class:`~jaxrod.simulate.Trajectory` (``times (T,)``, ``positions (T, N, 3)``).
         grid: ``(N,)`` reference arc lengths of the saved nodes [m] (``model.grid()`` for a Cosserat
             model); default: the arc length along the first saved frame.
+
+    Works under ``jit``/``grad``/``vmap`` (e.g. per-trial ``arc_lengths`` as data of an
+    :class:`~jaxrod.calibrate.Objective`); see :func:`interp_arc_length` for the checks.
     """
     if grid is None:
-        if not _concrete(traj.positions):
-            raise ValueError(
-                "predict_markers() under jit/grad needs grid= (the reference arc lengths of the nodes)"
-            )
-        grid = reference_arc_lengths(traj.positions[0])
+        p0 = traj.positions[0]
+        grid = jnp.concatenate([jnp.zeros(1), jnp.cumsum(jnp.linalg.norm(p0[1:] - p0[:-1], axis=1))])
     at_s = interp_arc_length(grid, traj.positions, arc_lengths)  # (T, K, 3)
     return interp_time(traj.times, at_s, times, kind=time_interpolation)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..models.der import DERModel, DERRod, first_mode_velocity, helix_points
+from ..models.der.rod import clamped_straight_points
 from ..timestepping import ImplicitMidpoint  # noqa: F401  (re-exported default)
 from .scene import Scene
 
@@ -37,9 +38,7 @@ def straddled_cantilever_points(n_nodes: int, length: float):
     by ~1.5 dl/L). Centring edge 0 on the wall (node 0 at ``-dl/2``) puts the effective clamp at
     ``x = 0`` and the tip at ``x = length``.
     """
-    dl = float(length) / (n_nodes - 1.5)
-    x = -0.5 * dl + dl * np.arange(n_nodes)
-    return np.stack([x, np.zeros_like(x), np.zeros_like(x)], axis=1)
+    return clamped_straight_points(int(n_nodes), length, clamped_ends="start")
 
 
 def euler_bernoulli_frequency(E, radius, density, length, mode=1):
@@ -62,7 +61,8 @@ def cantilever_static(
     """Straight cantilever along +x, clamped at x = 0, dead tip load ``P`` in -z with
     ``load_parameter = P L^2 / EI`` (0.03: small deflection; 1-10: large). No gravity."""
     rod = DERRod.from_polyline(
-        straddled_cantilever_points(n_nodes, length), youngs_modulus=youngs_modulus, density=density, radius=radius
+        straddled_cantilever_points(n_nodes, length), rest="straight", youngs_modulus=youngs_modulus, density=density,
+        radius=radius,
     )
     EI = youngs_modulus * np.pi * radius**4 / 4
     P = load_parameter * EI / length**2
@@ -92,7 +92,7 @@ def dynamic_cantilever(
     E, T, dt0 = params[case]
     L, h, rho, v_tip = 1.0, 0.02, 500.0, 5e-3
     pts = straddled_cantilever_points(n_nodes, L)
-    rod = DERRod.from_polyline(pts, youngs_modulus=E, density=rho, radius=h, poisson_ratio=0.5)
+    rod = DERRod.from_polyline(pts, rest="straight", youngs_modulus=E, density=rho, radius=h, poisson_ratio=0.5)
     v0 = first_mode_velocity(rod, v_tip, s=np.clip(pts[:, 0], 0.0, None), length=L)
     model = DERModel(rod, clamped_edges=(0,), v0=v0)
     omega = euler_bernoulli_frequency(E, h, rho, L)
@@ -142,7 +142,8 @@ def helix(
         raise ValueError(f"unknown helix case {case!r}; choose 'b1' or 'b2'")
     E, h, T, dt0, t_dismech = params[case]
     rod = DERRod.from_polyline(
-        dismech_helix_points(n_helix), youngs_modulus=E, density=1273.52, radius=h, poisson_ratio=0.5
+        dismech_helix_points(n_helix), rest="stress_free", youngs_modulus=E, density=1273.52, radius=h,
+        poisson_ratio=0.5,
     )
     model = DERModel(rod, clamped_edges=(0,), gravity=(0.0, 0.0, -9.8), damping=damping)
     return Scene(

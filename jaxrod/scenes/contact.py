@@ -360,7 +360,7 @@ def rod_coiling(
 
     u = np.linspace(0.0, 1.0, n)
     rest = np.stack([imperfection * u**2, imperfection * u**3, h + gap + L * (1.0 - u)], axis=1)
-    rod = DERRod.from_polyline(rest, youngs_modulus=youngs_modulus, density=density, radius=h)
+    rod = DERRod.from_polyline(rest, rest="stress_free", youngs_modulus=youngs_modulus, density=density, radius=h)
     # hanging equilibrium: edge i carries the weight of the nodes below it; edge 0 is clamped at
     # both ends, so its length is prescribed and left at rest
     weight_below = g * np.cumsum(np.asarray(rod.node_masses())[::-1])[::-1]

@@ -67,7 +67,7 @@ def spider(
     pts += [
         np.linspace(hub + 0.1 * d, hub + 0.1 * d - [0.0, 0.0, 0.1], n) for d in dirs
     ]
-    limbs = [DERRod.from_polyline(p, **mat) for p in pts]
+    limbs = [DERRod.from_polyline(p, rest="stress_free", **mat) for p in pts]
     joints = [Joint(host=(0, -1), attached=[(k, 0) for k in range(1, 5)])]
     joints += [Joint(host=(k, -1), attached=[(k + 4, 0)]) for k in range(1, 5)]
     if floor:
@@ -302,6 +302,7 @@ def gripper(
     limbs = [
         DERRod.from_polyline(
             np.linspace([x, y, 0.0], [x, y, -length], n),
+            rest="straight",
             youngs_modulus=youngs_modulus,
             density=density,
             radius=radius,

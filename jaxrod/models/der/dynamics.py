@@ -34,6 +34,7 @@ from .frames import (
     transport_directors,
     update_frames,
 )
+from .motion import MIN_AXIS_COSINE, ClampMotion, interp_linear
 from .rod import DERRod
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
@@ -79,8 +80,18 @@ class DERModel(AbstractImplicitModel):
         v0: ``(N, 4)`` initial velocity [m/s, rad/s].
         fixed_nodes: indices of nodes whose positions are prescribed.
         fixed_edges: indices of edges whose twist angle is prescribed.
-        motion: optional ``m(t) -> (N, 4)`` prescribed values at time ``t`` (only entries of fixed
-            DOFs are used); default: the fixed DOFs keep their values from ``q0``.
+        motion: optional plain callable ``m(t) -> (N, 4)`` prescribed values at time ``t`` (only
+            entries of fixed DOFs are used; twist angles relative to the moving reference frame);
+            default: the fixed DOFs keep their values from ``q0``. A static field: every new
+            function recompiles. Pass data instead (``motion=SampledMotion(times, values)`` or
+            any ``eqx.Module`` callable): it is stored in ``motion_data`` as array leaves.
+        motion_data: the ``eqx.Module`` given as ``motion`` (traced: one compiled program serves
+            every trial), or ``None``.
+        clamps: tuple of :class:`~jaxrod.models.der.ClampMotion`: measured clamp poses (clamp
+            point and absolute material-frame orientation per sample time) of clamped edges. Each
+            fixes its edge's two nodes and twist; these values override ``motion``/``q0``. With
+            ``q0=None`` the clamped edges' twist angles start at the clamps' first orientation;
+            a given ``q0`` must agree with the first pose. See :mod:`jaxrod.models.der.motion`.
         contacts: tuple of :class:`~jaxrod.models.der.contact.FloorContact` (any number) and at
             most one :class:`~jaxrod.models.der.contact.RodRodContact` (self-contact). Their
             energies join the elastic energy (:meth:`contact_energy`), their friction forces
@@ -109,6 +120,8 @@ class DERModel(AbstractImplicitModel):
     motion: Callable | None = eqx.field(static=True, default=None)
     load_factor: jax.Array = 1.0
     contacts: tuple = ()
+    motion_data: eqx.Module | None = None
+    clamps: tuple = ()
 
     def __init__(
         self,
@@ -127,9 +140,13 @@ class DERModel(AbstractImplicitModel):
         v0=None,
         load_factor=1.0,
         contacts=(),
+        clamps=(),
     ):
         """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
-        the twist of edge ``i`` (a clamped end); negative indices count from the end."""
+        the twist of edge ``i`` (a clamped end); negative indices count from the end. The clamp acts
+        at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
+        the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
+        beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
         n = rod.n_nodes
         self.rod = rod
         self.gravity = jnp.asarray(gravity, dtype=float)
@@ -147,7 +164,17 @@ class DERModel(AbstractImplicitModel):
         check_shape("distributed_force", self.distributed_force, (3,))
         check_finite("distributed_force", self.distributed_force)
         self.force_fn = force_fn
-        self.motion = motion
+        if isinstance(motion, eqx.Module):
+            self.motion, self.motion_data = None, motion
+        elif motion is None or callable(motion):
+            self.motion, self.motion_data = motion, None
+        else:
+            raise ValueError(
+                "motion must be a callable t -> (N, 4) or an eqx.Module (e.g. SampledMotion), "
+                f"got {type(motion).__name__}"
+            )
+        self.clamps = _check_clamps(clamps, n)
+        default_q0 = q0 is None
         if q0 is None:
             q0 = jnp.concatenate([rod.rest_positions, jnp.zeros((n, 1))], axis=1)
         self.q0 = jnp.asarray(q0, dtype=float)
@@ -159,13 +186,15 @@ class DERModel(AbstractImplicitModel):
         ce = _index_tuple("clamped_edges", clamped_edges, n - 1, "edge")
         nodes = set(_index_tuple("fixed_nodes", fixed_nodes, n, "node"))
         tw = set(_index_tuple("fixed_edges", fixed_edges, n - 1, "edge"))
-        for e in ce:
+        for e in ce + tuple(c.edge_index(n - 1) for c in self.clamps):
             nodes |= {e, e + 1}
             tw.add(e)
         self.fixed_nodes = tuple(sorted(nodes))
         self.fixed_edges = tuple(sorted(tw))
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         self.contacts = _check_contacts(contacts, rod, self.q0)
+        if self.clamps:
+            self.q0 = self._clamp_start(default_q0)
 
     # ---- AbstractImplicitModel ------------------------------------------------------------
     def fixed_mask(self):
@@ -177,21 +206,96 @@ class DERModel(AbstractImplicitModel):
         return jnp.asarray(m)
 
     def prescribed(self, t):
-        if self.motion is None:
-            return self.q0
-        return jnp.asarray(self.motion(t), dtype=float)
+        if self.motion_data is not None:
+            q = jnp.asarray(self.motion_data(t), dtype=float)
+        elif self.motion is not None:
+            q = jnp.asarray(self.motion(t), dtype=float)
+        else:
+            q = self.q0
+        if not self.clamps:
+            return q
+        ref = initial_frames(self.q0[:, :3])
+        for c, (nodes, theta) in zip(self.clamps, self._clamp_samples(ref), strict=True):
+            e = c.edge_index(self.rod.n_nodes - 1)
+            x = interp_linear(c.times, nodes, t)
+            q = q.at[e : e + 2, :3].set(x).at[e, 3].set(interp_linear(c.times, theta, t))
+        return q
+
+    def _clamp_samples(self, ref):
+        """Per clamp: ``(T, 2, 3)`` node positions [m] and ``(T,)`` twist angles [rad] at its
+        sample times, the angles offset by whole turns to continue ``q0``'s angle."""
+        out = []
+        for c in self.clamps:
+            e = c.edge_index(self.rod.n_nodes - 1)
+            ang = c.sample_angles(ref.d1[e], ref.tangent[e])
+            turns = jnp.round((self.q0[e, 3] - ang[0]) / (2 * jnp.pi))
+            out.append((c.node_positions(self.rod.rest_lengths[e]), ang + 2 * jnp.pi * turns))
+        return out
+
+    def _clamp_start(self, default_q0):
+        """``q0`` with the clamped edges' twist set from the clamps' first orientation (when ``q0``
+        was not given); checks that ``q0`` agrees with every clamp's first pose."""
+        q0 = self.q0
+        ref = initial_frames(q0[:, :3])
+        n_edges = self.rod.n_nodes - 1
+        for k, c in enumerate(self.clamps):
+            e = c.edge_index(n_edges)
+            ang = c.sample_angles(ref.d1[e], ref.tangent[e])
+            if default_q0:
+                q0 = q0.at[e, 3].set(ang[0])
+            if any(is_traced(x) for x in (q0, c.orientations, c.positions, self.rod.rest_positions)):
+                continue
+            axis_cos = np.asarray(c.orientations[:, :, 2] @ ref.tangent[e])
+            if axis_cos.min() < MIN_AXIS_COSINE:
+                j = int(np.argmin(axis_cos))
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): the clamp axis at sample {j} is "
+                    f"{np.degrees(np.arccos(np.clip(axis_cos[j], -1, 1))):.1f} deg from its direction at q0; "
+                    f"clamped edges may turn at most {np.degrees(np.arccos(MIN_AXIS_COSINE)):.0f} deg away "
+                    "from their initial direction (the reference frame is the minimal rotation from it)"
+                )
+            nodes = np.asarray(c.node_positions(self.rod.rest_lengths[e])[0])
+            gap = np.abs(nodes - np.asarray(q0[e : e + 2, :3])).max()
+            tol = 1e-6 * float(np.asarray(self.rod.rest_lengths[e]))
+            if gap > tol:
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): the first pose puts the edge's nodes {gap:.3g} m away from "
+                    f"q0 (nodes {e}, {e + 1}); q0 must start in the first clamp pose (node positions "
+                    "ClampMotion.node_positions(rest_length)[0]: the clamp point is the edge's midpoint)"
+                )
+            dth = float(np.asarray(q0[e, 3] - ang[0]))
+            dth = (dth + np.pi) % (2 * np.pi) - np.pi
+            if abs(dth) > 1e-6:
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): q0's twist angle of the edge differs from the clamp's first "
+                    f"orientation by {dth:.3g} rad; set q0[{e}, 3] = {float(ang[0]):.6g} or leave q0=None"
+                )
+        return q0
 
     def init_aux(self, q):
-        frames = initial_frames(q[:, :3])
+        frames = self._pin_clamp_frames(initial_frames(q[:, :3]))
         if self._self_contact is None:
             return frames
         return ContactAux(frames, self._self_contact.candidates(q[:, :3], self.rod.radius))
 
     def update_aux(self, q, aux):
         if self._self_contact is None:
-            return update_frames(q, aux)
-        frames = update_frames(q, aux.frames)
+            return self._pin_clamp_frames(update_frames(q, aux))
+        frames = self._pin_clamp_frames(update_frames(q, aux.frames))
         return ContactAux(frames, self._self_contact.candidates(q[:, :3], self.rod.radius))
+
+    def _pin_clamp_frames(self, frames):
+        """Reference frames with every clamped edge's director and tangent reset to those at
+        ``q0``: the edge's reference director is then always the minimal rotation of its director
+        at ``q0`` to its current tangent (see :mod:`~jaxrod.models.der.motion`), so a clamp's
+        absolute orientation fixes its twist angle from the time alone."""
+        if not self.clamps:
+            return frames
+        ref = initial_frames(self.q0[:, :3])
+        idx = jnp.asarray([c.edge_index(self.rod.n_nodes - 1) for c in self.clamps])
+        return ReferenceFrames(
+            frames.d1.at[idx].set(ref.d1[idx]), frames.tangent.at[idx].set(ref.tangent[idx]), frames.ref_twist
+        )
 
     def default_linear_solver(self):
         """Banded (half-bandwidth 10) without self-contact; dense with it (contacts couple distant
@@ -297,6 +401,22 @@ class DERModel(AbstractImplicitModel):
     def total_energy(self, q, v, aux):
         """Kinetic + elastic (+ contact) energy [J] (potential of gravity and loads not included)."""
         return 0.5 * jnp.sum(self.mass() * v * v * ~self.fixed_mask()) + self.potential_energy(q, aux)
+
+
+def _check_clamps(clamps, n):
+    """Validated tuple of :class:`ClampMotion` (at most one per edge)."""
+    if isinstance(clamps, ClampMotion):
+        clamps = (clamps,)
+    clamps = tuple(clamps)
+    seen = {}
+    for k, c in enumerate(clamps):
+        if not isinstance(c, ClampMotion):
+            raise ValueError(f"clamps[{k}] must be a ClampMotion, got {type(c).__name__}")
+        e = c.edge_index(n - 1)
+        if e in seen:
+            raise ValueError(f"clamps[{seen[e]}] and clamps[{k}] both hold edge {e}; give one pose per edge")
+        seen[e] = k
+    return clamps
 
 
 def _check_contacts(contacts, rod, q0):

@@ -1,8 +1,15 @@
 """The discrete elastic rod: rest geometry, cross-section and material (:class:`DERRod`), with
 constructors for straight rods, helices and arbitrary polylines.
 
-The rest configuration is the polyline the rod is built from (rest lengths, Voronoi lengths,
-natural curvature and twist all come from it), unless a natural curvature is given explicitly.
+Rest lengths and Voronoi lengths come from the polyline the rod is built from; its natural
+curvature is chosen explicitly (:meth:`DERRod.from_polyline` ``rest=``): the polyline itself
+(stress-free), straight, or a given array. A measured shape is usually *not* stress-free (a cable
+sagging under gravity), so there is no default.
+
+Clamps act at the midpoint of the clamped edge (the first bending stencil's Voronoi region starts
+there). :meth:`DERRod.cantilever` places the nodes so that the clamp points are exactly the ends
+of the free length; clamping edge 0 of :meth:`DERRod.straight` instead gives a beam ``dl/2``
+shorter (a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes).
 Cross-section: solid circle of radius ``h``: ``A = pi h^2``, ``I = pi h^4/4``, ``J = pi h^4/2``.
 """
 
@@ -123,21 +130,37 @@ class DERRod(eqx.Module):
         youngs_modulus,
         density,
         radius,
+        rest=None,
         poisson_ratio=0.5,
         shear_modulus=None,
         natural_curvature=None,
         natural_twist=None,
     ) -> DERRod:
-        """Rod whose rest shape is the polyline ``points`` ``(N, 3)`` [m].
+        """Rod with node positions ``points`` ``(N, 3)`` [m] (rest lengths from them) and a rest
+        shape chosen by ``rest``.
 
         Args:
+            rest: the rest (stress-free) shape; required, there is no default:
+
+                * ``"stress_free"``: the polyline itself (its curvature is the natural curvature);
+                  right for a rod manufactured in this shape, wrong for a measured shape that is
+                  already deformed (a cable sagging under gravity);
+                * ``"straight"``: zero natural curvature (a straight rod that ``points`` shows bent);
+                * an ``(N-2, 2)`` array: the natural material curvatures (integrated,
+                  dimensionless) in the material frames of ``points`` with zero twist.
+
+                ``natural_curvature=`` (an array) is accepted in place of ``rest=``.
             youngs_modulus: E [Pa] > 0.
             density: rho [kg/m^3] > 0.
             radius: h [m] > 0.
             poisson_ratio: nu in (-1, 0.5] (G = E / (2 (1 + nu))); ignored if ``shear_modulus`` given.
             shear_modulus: G [Pa] > 0, overrides ``poisson_ratio``.
-            natural_curvature: ``(N-2, 2)``; default: the curvature of the polyline itself.
+            natural_curvature: ``(N-2, 2)``, same as ``rest=natural_curvature``.
             natural_twist: ``(N-2,)`` [rad]; default 0.
+
+        Raises:
+            ValueError: when neither ``rest`` nor ``natural_curvature`` is given, when both are,
+                or when ``rest`` is none of the choices above.
         """
         pts = jnp.asarray(points, dtype=float)
         check_shape("points", pts, (None, 3))
@@ -150,7 +173,8 @@ class DERRod(eqx.Module):
             check_range("poisson_ratio", poisson_ratio, -1.0, 0.5, lo_open=True)
             shear_modulus = jnp.asarray(youngs_modulus, float) / (2.0 * (1.0 + jnp.asarray(poisson_ratio, float)))
         n = pts.shape[0]
-        if natural_curvature is None:
+        natural_curvature = _rest_curvature(rest, natural_curvature, n)
+        if natural_curvature is None:  # rest="stress_free"
             frames = initial_frames(pts)
             kb = curvature_binormal(frames.tangent)
             # theta = 0 at rest: material directors equal the reference ones
@@ -171,7 +195,14 @@ class DERRod(eqx.Module):
     @classmethod
     def straight(cls, n_nodes: int, length, *, start=(0.0, 0.0, 0.0), direction=(1.0, 0.0, 0.0), **material):
         """Straight rod of ``n_nodes`` equally spaced nodes and ``length`` [m] from ``start`` along
-        ``direction``; ``material`` as in :meth:`from_polyline`."""
+        ``direction``; ``material`` as in :meth:`from_polyline` (``rest`` defaults to
+        ``"straight"``: the rod is its own rest shape).
+
+        Clamping an end edge of this rod (``DERModel(rod, clamped_edges=(0,))``) clamps it at the
+        edge's midpoint, ``dl/2`` inside the rod: the free length is ``length - dl/2`` and a tip
+        load deflects the tip 14.5% less than Euler-Bernoulli's ``P L^3 / (3 EI)`` at 11 nodes.
+        Use :meth:`cantilever` for a rod whose clamp sits at ``start``.
+        """
         if int(n_nodes) < 3:
             raise ValueError(f"a DER rod needs at least 3 nodes (n_nodes >= 3), got {n_nodes}")
         check_positive("length", length, "m")
@@ -181,7 +212,42 @@ class DERRod(eqx.Module):
         d = d / np.linalg.norm(d)
         s = np.linspace(0.0, float(length), int(n_nodes))
         pts = np.asarray(start, dtype=float)[None, :] + s[:, None] * d[None, :]
-        return cls.from_polyline(pts, **material)
+        return cls.from_polyline(pts, **_with_default_rest(material, "straight"))
+
+    @classmethod
+    def cantilever(
+        cls,
+        n_nodes: int,
+        length,
+        *,
+        clamped_ends: str = "start",
+        start=(0.0, 0.0, 0.0),
+        direction=(1.0, 0.0, 0.0),
+        **material,
+    ) -> DERRod:
+        """Straight rod whose clamped end edges are centred on the clamp points, so that the free
+        length between the clamp(s) and the free end (or between the two clamps) is ``length`` [m].
+
+        A DER clamp acts at the midpoint of the clamped edge (the first bending stencil's Voronoi
+        region starts there), so the clamped edge straddles the clamp point: half of it is a
+        ghost behind the clamp. Clamp it with ``DERModel(rod, clamped_edges=(0,))`` (and ``-1``
+        for ``clamped_ends="both"``) or with :class:`~jaxrod.models.der.ClampMotion` poses at
+        the clamp points.
+
+        Args:
+            n_nodes: number of nodes (an integer >= 3; >= 4 for ``"both"``).
+            length: free length L [m] > 0.
+            clamped_ends: ``"start"`` (a cantilever clamped at ``start``: node spacing
+                ``L / (n_nodes - 1.5)``, node 0 at ``start - dl/2 direction``, the free tip at
+                ``start + L direction``) or ``"both"`` (clamped at ``start`` and at
+                ``start + L direction``: spacing ``L / (n_nodes - 2)``, both end nodes ``dl/2``
+                beyond the clamp points).
+            start: ``(3,)`` first clamp point [m].
+            direction: ``(3,)`` non-zero axis direction.
+            material: as in :meth:`from_polyline` (``rest`` defaults to ``"straight"``).
+        """
+        pts = clamped_straight_points(n_nodes, length, clamped_ends=clamped_ends, start=start, direction=direction)
+        return cls.from_polyline(pts, **_with_default_rest(material, "straight"))
 
     @classmethod
     def helix(
@@ -211,7 +277,76 @@ class DERRod(eqx.Module):
             raise ValueError(f"a DER rod needs at least 3 nodes (n_nodes >= 3), got {n_nodes}")
         pts = helix_points(int(n_nodes), helix_radius, pitch, contour_length, handedness)
         pts = pts - pts[0] + np.asarray(start, dtype=float)
-        return cls.from_polyline(pts, **material)
+        return cls.from_polyline(pts, **_with_default_rest(material, "stress_free"))
+
+
+REST_CHOICES = ("stress_free", "straight")
+
+
+def _with_default_rest(material, rest):
+    if "rest" in material or "natural_curvature" in material:
+        return material
+    return {**material, "rest": rest}
+
+
+def _rest_curvature(rest, natural_curvature, n):
+    """The natural curvature ``(N-2, 2)`` chosen by ``rest`` / ``natural_curvature``, or ``None``
+    for ``rest="stress_free"`` (the polyline's own curvature, computed by the caller)."""
+    if natural_curvature is not None:
+        if rest is not None:
+            raise ValueError(
+                "give the rest shape once: rest= or natural_curvature=, not both "
+                f"(got rest={rest!r} and a natural_curvature)"
+            )
+        return natural_curvature
+    if rest is None:
+        raise ValueError(
+            "from_polyline() needs rest=: the rest (stress-free) shape of the rod is not implied by its "
+            "points. Choose rest='stress_free' (the polyline is the unloaded shape), rest='straight' "
+            "(zero natural curvature, e.g. a straight cable measured sagging), or rest=<(N-2, 2) array> "
+            "of natural material curvatures"
+        )
+    if isinstance(rest, str):
+        if rest == "stress_free":
+            return None
+        if rest == "straight":
+            return jnp.zeros((n - 2, 2))
+        raise ValueError(f"rest must be one of {REST_CHOICES} or an (N-2, 2) = ({n - 2}, 2) array, got {rest!r}")
+    kb = jnp.asarray(rest, dtype=float)
+    check_shape("rest", kb, (n - 2, 2))
+    return kb
+
+
+def clamped_straight_points(n_nodes, length, *, clamped_ends="start", start=(0.0, 0.0, 0.0), direction=(1.0, 0.0, 0.0)):
+    """``(n_nodes, 3)`` nodes of a straight rod whose clamped end edges are centred on the clamp
+    points (see :meth:`DERRod.cantilever`)."""
+    n = _check_int_at_least("n_nodes", n_nodes, 3)
+    check_positive("length", length, "m")
+    d = np.asarray(direction, dtype=float)
+    if d.shape != (3,) or not np.all(np.isfinite(d)) or not np.linalg.norm(d) > 0:
+        raise ValueError(f"direction must be a finite non-zero 3-vector, got {direction}")
+    p0 = np.asarray(start, dtype=float)
+    if p0.shape != (3,) or not np.all(np.isfinite(p0)):
+        raise ValueError(f"start must be a finite 3-vector [m], got {start}")
+    d = d / np.linalg.norm(d)
+    if clamped_ends == "start":
+        dl = float(length) / (n - 1.5)
+    elif clamped_ends == "both":
+        if n < 4:
+            raise ValueError(f"a rod clamped at both ends needs n_nodes >= 4 (a free node between the clamps), got {n}")
+        dl = float(length) / (n - 2)
+    else:
+        raise ValueError(f"clamped_ends must be 'start' or 'both', got {clamped_ends!r}")
+    s = dl * (np.arange(n) - 0.5)
+    return p0[None, :] + s[:, None] * d[None, :]
+
+
+def _check_int_at_least(name, value, lo):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    if int(value) < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    return int(value)
 
 
 def _check_edges(pos):

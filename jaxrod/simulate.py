@@ -346,10 +346,12 @@ def simulate(
             :class:`~jaxrod.models.cosserat.CosseratModel` (shooting; see
             :func:`jaxrod.models.cosserat.simulate_cosserat` for its defaults).
         dt: time step [s], > 0.
-        n_steps: number of steps; or give ``duration`` [s] (rounded to a whole number of steps).
+        n_steps: number of steps (an integer); or give ``duration`` [s] (rounded to a whole number
+            of steps); given both, they must agree (``n_steps * dt == duration``).
         state0: initial :class:`State`; default ``model.initial_state()``.
         t0: initial time [s].
-        scheme: time scheme (default implicit midpoint; BDF2 for shooting models).
+        scheme: time scheme or its name, e.g. ``"backward_euler"`` (:func:`~jaxrod.timestepping.scheme_from_name`);
+            default implicit midpoint (BDF2 for shooting models).
         solver: Newton configuration; ``linear_solver=None`` picks the model's structured solver.
             The default (``None``) reuses factorisations across steps (chord steps while they contract)
             and converges each step to 1e-9 in the unknowns (metres/radians for rods).

@@ -71,7 +71,7 @@ def _describe(value) -> str:
 
 def check_int(name: str, value, *, min: int | None = None) -> int:
     """``int(value)`` for a whole number given as an integer type (Python ``int``, a NumPy integer
-    or a 0-d integer array); floats (even ``2.0``), bools and strings are refused rather than
+    or a 0-d NumPy/JAX integer array); floats (even ``2.0``), bools and strings are refused rather than
     truncated. ``min``: smallest allowed value.
 
     Raises:
@@ -81,8 +81,8 @@ def check_int(name: str, value, *, min: int | None = None) -> int:
         ok = False
     elif isinstance(value, (int, np.integer)):
         ok = True
-    else:
-        ok = isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iu"
+    else:  # a 0-d NumPy or (concrete) JAX integer array
+        ok = np.shape(value) == () and np.dtype(getattr(value, "dtype", object)).kind in "iu"
     if not ok:
         allowed = "an integer" + (f" >= {min}" if min is not None else "")
         raise TypeError(f"{name} must be {allowed}, got {_describe(value)}")

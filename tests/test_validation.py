@@ -1,4 +1,5 @@
-"""Bad input raises clear errors naming the parameter and the allowed range."""
+"""Bad input raises clear errors naming the parameter, its value and what is allowed; checks run
+on concrete values before anything compiles and are skipped for traced values."""
 
 import jax
 import jax.numpy as jnp
@@ -132,6 +133,9 @@ def test_integers_are_checked_as_integers_not_truncated(der_model):
     assert DERRod.straight(np.int64(4), 1.0, **GOOD).n_nodes == 4
     assert DERModel(rod, clamped_edges=np.array([0, -1])).fixed_edges == (0, 3)
     assert check_int("n", np.array(3)) == 3 and check_int_sequence("idx", np.int32(2)) == (2,)
+    assert check_int("n", jnp.asarray(5)) == 5
+    with pytest.raises(TypeError, match=r"n must be an integer, got Array\(5\."):
+        check_int("n", jnp.asarray(5.0))
     with pytest.raises(TypeError, match=r"n_steps must be an integer, got True \(bool\)"):
         check_int("n_steps", True)
 

@@ -231,11 +231,6 @@ class ParamSet:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"ParamSet: duplicate parameter names {dup}")
-        for p in parameters:
-            if not isinstance(p, Parameter):
-                raise TypeError(
-                    f"ParamSet takes Parameter objects, got {type(p).__name__}"
-                )
         if not any(not p.fixed for p in parameters):
             raise ValueError("ParamSet: every parameter is fixed; nothing to fit")
         self.parameters = parameters

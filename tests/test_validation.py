@@ -209,6 +209,21 @@ def test_degenerate_states_are_refused():
         DERRod.helix(10, helix_radius=0.02, pitch=0.05, contour_length=0.5, handedness=2, **GOOD)
 
 
+def test_network_degenerate_state_and_nan_load_factor_are_refused():
+    from jaxrod.models.der.network import DERNetwork, Joint
+
+    a = DERRod.straight(4, 0.3, **GOOD)
+    b = DERRod.straight(4, 0.3, start=(0.3, 0.0, 0.0), **GOOD)
+    joints = [Joint(host=(0, -1), attached=[(1, 0)])]
+    with pytest.raises(ValueError, match=r"load_factor must be a finite number, got nan"):
+        DERNetwork([a, b], joints, load_factor=float("nan"))
+    net = DERNetwork([a, b], joints)
+    q0 = np.asarray(net.q0).copy()
+    q0[2, :3] = q0[1, :3]  # nodes 1 and 2 of limb 0 coincide: edge 1 has zero length
+    with pytest.raises(ValueError, match=r"q0 \(node positions\) has coincident nodes: zero-length edges \[1\]"):
+        DERNetwork([a, b], joints, q0=q0)
+
+
 def test_obscure_errors_become_clear(der_model, tmp_path):
     # a scheme given by name is accepted (the CLI's names); other things are refused by name
     assert isinstance(resolve_scheme("backward_euler"), jaxrod.BackwardEuler)

@@ -129,6 +129,13 @@ def test_integers_are_checked_as_integers_not_truncated(der_model):
         PCSRod.circular(0.1, 2.5, 0.01, **PCS_GOOD)
     with pytest.raises(TypeError, match=r"exclude_neighbours must be an integer, got 3\.5"):
         RodRodContact(exclude_neighbours=3.5)
+    # scene builders: resolutions are integers too
+    for name, kw in (("cantilever-static", {"n_nodes": 3.7}), ("helix-b1", {"n_helix": 30.0}),
+                     ("rod-coiling", {"n_nodes": 21.5}), ("network-spider", {"n_nodes": 5.5}),
+                     ("network-two-limb", {"n_nodes": 6.5})):
+        key = next(iter(kw))
+        with pytest.raises(TypeError, match=rf"{key} must be an integer >= \d, got {kw[key]} \(float\)"):
+            get_scene(name, **kw)
     # integer types of every kind are accepted (NumPy scalars and arrays of indices too); bools are not
     assert DERRod.straight(np.int64(4), 1.0, **GOOD).n_nodes == 4
     assert DERModel(rod, clamped_edges=np.array([0, -1])).fixed_edges == (0, 3)

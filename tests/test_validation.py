@@ -127,6 +127,11 @@ def test_integers_are_checked_as_integers_not_truncated(der_model):
         jaxrod.solve_static(der_model, load_steps=1.5)
     with pytest.raises(TypeError, match=r"n_segments must be an integer >= 1, got 2\.5 \(float\)"):
         PCSRod.circular(0.1, 2.5, 0.01, **PCS_GOOD)
+    from jaxrod.models.pcs.explicit import simulate_explicit
+
+    pcs_model = PCSModel(PCSRod.circular(0.1, 2, 0.01, **PCS_GOOD))
+    with pytest.raises(TypeError, match=r"n_steps must be an integer >= 1, got 10\.0 \(float\)"):
+        simulate_explicit(pcs_model, dt=1e-4, n_steps=10.0)
     with pytest.raises(TypeError, match=r"exclude_neighbours must be an integer, got 3\.5"):
         RodRodContact(exclude_neighbours=3.5)
     # scene builders: resolutions are integers too

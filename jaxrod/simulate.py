@@ -25,6 +25,7 @@ import numpy as np
 from .models.base import AbstractImplicitModel, State
 from .solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
 from .timestepping import AbstractScheme, ImplicitMidpoint
+from .validation import check_finite_scalar, check_int, resolve_scheme
 
 
 class ConvergenceError(RuntimeError):
@@ -249,17 +250,34 @@ def check_trajectory(traj, *, throw, traced, t0, dt):
 
 
 def validate_steps(dt, n_steps, duration, save_every):
-    """Checked ``(n_steps, n_saves)`` from the user's ``dt``/``n_steps``/``duration``/``save_every``."""
+    """Checked ``(n_steps, n_saves)`` from the user's ``dt``/``n_steps``/``duration``/``save_every``:
+    whole numbers must be integers (never truncated), and ``n_steps`` and ``duration`` given
+    together must agree (``n_steps dt = duration``), since one of them would otherwise be ignored."""
     _check_positive("dt", dt)
-    if n_steps is None:
-        if duration is None:
-            raise ValueError("give either n_steps or duration")
+    save_every = check_int("save_every", save_every, min=1)
+    if n_steps is not None:
+        n_steps = check_int("n_steps", n_steps, min=1)
+    if duration is None and n_steps is None:
+        raise ValueError("give either n_steps or duration")
+    if duration is not None:
         _check_positive("duration", duration)
-        n_steps = int(round(float(duration) / float(dt)))
-    if int(n_steps) < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    n_steps = int(n_steps)
-    if save_every < 1 or n_steps % save_every:
+        if _is_traced((dt, duration)):
+            if n_steps is None:
+                raise ValueError("duration needs a concrete dt and duration (one is traced here); pass n_steps instead")
+        else:
+            ratio = float(duration) / float(dt)
+            if n_steps is None:
+                n_steps = int(round(ratio))
+                if n_steps < 1:
+                    raise ValueError(
+                        f"duration = {duration} s is less than half a step (dt = {dt} s): no step to take"
+                    )
+            elif abs(n_steps - ratio) > 1e-9 * max(1.0, ratio):
+                raise ValueError(
+                    f"n_steps = {n_steps} and duration = {duration} s disagree at dt = {dt} s "
+                    f"(n_steps * dt = {n_steps * float(dt):.6g} s); give only one of them"
+                )
+    if n_steps % save_every:
         raise ValueError(f"save_every must be >= 1 and divide n_steps={n_steps}, got {save_every}")
     return n_steps, n_steps // save_every
 
@@ -328,10 +346,12 @@ def simulate(
             :class:`~jaxrod.models.cosserat.CosseratModel` (shooting; see
             :func:`jaxrod.models.cosserat.simulate_cosserat` for its defaults).
         dt: time step [s], > 0.
-        n_steps: number of steps; or give ``duration`` [s] (rounded to a whole number of steps).
+        n_steps: number of steps (an integer); or give ``duration`` [s] (rounded to a whole number
+            of steps); given both, they must agree (``n_steps * dt == duration``).
         state0: initial :class:`State`; default ``model.initial_state()``.
         t0: initial time [s].
-        scheme: time scheme (default implicit midpoint; BDF2 for shooting models).
+        scheme: time scheme or its name, e.g. ``"backward_euler"`` (:func:`~jaxrod.timestepping.scheme_from_name`);
+            default implicit midpoint (BDF2 for shooting models).
         solver: Newton configuration; ``linear_solver=None`` picks the model's structured solver.
             The default (``None``) reuses factorisations across steps (chord steps while they contract)
             and converges each step to 1e-9 in the unknowns (metres/radians for rods).
@@ -347,6 +367,8 @@ def simulate(
     Works under ``jax.jit``/``jax.vmap``/``jax.grad`` (then ``throw`` uses ``eqx.error_if`` and
     ``progress`` is ignored).
     """
+    scheme = resolve_scheme(scheme)
+    check_finite_scalar("t0", t0, "s")
     if not isinstance(model, AbstractImplicitModel):
         from .models.cosserat.simulate import simulate_cosserat
 
@@ -422,8 +444,7 @@ def solve_static(
         return solve_static_cosserat(model, t=t, solver=solver, load_steps=load_steps, throw=throw)
     if solver is None:
         solver = NewtonSolver(linear_solver=None, max_steps=100)
-    if int(load_steps) < 1:
-        raise ValueError(f"load_steps must be >= 1, got {load_steps}")
+    load_steps = check_int("load_steps", load_steps, min=1)
     state = model.initial_state() if state0 is None else state0
     solver = _with_model_solver(model, solver)
     result, q = _static_jit(model, state, t, solver, int(load_steps))
@@ -507,6 +528,9 @@ def simulate_adaptive(
     """
     from .timestepping import BDFAlpha, NewmarkBeta
 
+    scheme = resolve_scheme(scheme)
+    check_finite_scalar("t0", t0, "s")
+    grow_after = check_int("grow_after", grow_after, min=1)
     for name, value in (("duration", duration), ("dt", dt), ("dt_min", dt_min), ("dt_max", dt_max)):
         _check_positive(name, value)
     if not (dt_min <= dt <= dt_max):

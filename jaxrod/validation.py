@@ -7,6 +7,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from .timestepping import SCHEMES, AbstractScheme, DifferenceFormula, scheme_from_name
+
 
 def is_traced(x) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
@@ -61,3 +63,100 @@ def check_shape(name: str, value, shape: tuple) -> None:
     if len(got) != len(shape) or any(s is not None and g != s for g, s in zip(got, shape)):
         want = str(tuple("any" if s is None else s for s in shape)).replace("'", "")
         raise ValueError(f"{name} must have shape {want}, got {got}")
+
+
+def _describe(value) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_int(name: str, value, *, min: int | None = None) -> int:
+    """``int(value)`` for a whole number given as an integer type (Python ``int``, a NumPy integer
+    or a 0-d NumPy/JAX integer array); floats (even ``2.0``), bools and strings are refused rather than
+    truncated. ``min``: smallest allowed value.
+
+    Raises:
+        TypeError: not an integer type; ValueError: below ``min``.
+    """
+    if isinstance(value, (bool, np.bool_)) or is_traced(value):
+        ok = False
+    elif isinstance(value, (int, np.integer)):
+        ok = True
+    else:  # a 0-d NumPy or (concrete) JAX integer array
+        ok = np.shape(value) == () and np.dtype(getattr(value, "dtype", object)).kind in "iu"
+    if not ok:
+        allowed = "an integer" + (f" >= {min}" if min is not None else "")
+        raise TypeError(f"{name} must be {allowed}, got {_describe(value)}")
+    v = int(value)
+    if min is not None and v < min:
+        raise ValueError(f"{name} must be >= {min}, got {v}")
+    return v
+
+
+def check_int_sequence(name: str, values) -> tuple:
+    """``tuple`` of ints from an int or a sequence/array of integer types (see :func:`check_int`)."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+        return (int(values),)
+    arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be an integer or a flat sequence of integers, got shape {arr.shape}")
+    return tuple(check_int(f"{name}[{k}]", v.item() if isinstance(v, np.ndarray) else v)
+                 for k, v in enumerate(np.atleast_1d(arr)))
+
+
+def check_scalar(name: str, value, unit: str = "") -> None:
+    """``value`` must be a scalar (shape ``()``); traced values are checked by shape too."""
+    got = np.shape(value)
+    if got != ():
+        u = f" [{unit}]" if unit else ""
+        shown = "" if is_traced(value) or np.size(value) > 6 else f" ({np.asarray(value).tolist()})"
+        raise ValueError(f"{name}{u} must be a scalar (one value), got shape {got}{shown}")
+
+
+def check_finite_scalar(name: str, value, unit: str = "") -> None:
+    """``value`` must be one finite number (shape ``()``; NaN and inf refused)."""
+    check_scalar(name, value, unit)
+    if is_traced(value):
+        return
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {_describe(value)}") from None
+    if not np.isfinite(v):
+        u = f" [{unit}]" if unit else ""
+        raise ValueError(f"{name}{u} must be a finite number, got {value}")
+
+
+def check_polyline(name: str, points, *, columns: int = 3) -> None:
+    """Consecutive nodes of the polyline ``points[:, :columns]`` must differ (a zero-length edge
+    has no tangent) and must not turn back by 180 degrees (the curvature binormal
+    ``2 t1 x t2 / (1 + t1 . t2)`` is singular there)."""
+    if is_traced(points):
+        return
+    pos = np.asarray(points, dtype=float)[:, :columns]
+    lengths = np.linalg.norm(np.diff(pos, axis=0), axis=1)
+    if np.any(lengths <= 1e-12):
+        idx = np.flatnonzero(lengths <= 1e-12)[:5].tolist()
+        raise ValueError(
+            f"{name} has coincident consecutive nodes (zero-length edges at indices {idx}); "
+            "consecutive nodes must differ"
+        )
+    t = np.diff(pos, axis=0) / lengths[:, None]
+    back = np.flatnonzero(np.sum(t[:-1] * t[1:], axis=1) < -1 + 1e-9)
+    if back.size:
+        raise ValueError(f"{name} folds back on itself (180 degree turn) at nodes {(back + 1)[:5].tolist()}")
+
+
+def resolve_scheme(scheme, *, name: str = "scheme"):
+    """A time-scheme instance from ``scheme``: ``None`` (kept: the caller's default), an
+    :class:`~jaxrod.timestepping.AbstractScheme` instance, or a name such as
+    ``"backward_euler"`` (see :func:`~jaxrod.timestepping.scheme_from_name`)."""
+    if scheme is None or isinstance(scheme, (AbstractScheme, DifferenceFormula)):
+        return scheme
+    if isinstance(scheme, str):
+        return scheme_from_name(scheme)
+    if isinstance(scheme, type) and issubclass(scheme, (AbstractScheme, DifferenceFormula)):
+        raise TypeError(f"{name} must be a scheme instance, e.g. {scheme.__name__}(), got the class {scheme.__name__}")
+    raise TypeError(
+        f"{name} must be a time scheme (e.g. jaxrod.BackwardEuler()) or one of the names {sorted(SCHEMES)}, "
+        f"got {_describe(scheme)}"
+    )

@@ -430,6 +430,59 @@ def test_scenes_build():
     assert tl.reference["rest_shape_no_gravity_m"].shape == (11, 3)
 
 
+@pytest.mark.slow
+def test_spider_falls_freely_then_lands_on_the_floor():
+    """The ``network-spider`` scene simulated (5 nodes per limb, the scene's backward Euler at
+    2.5 ms, 0.2 s: the fall and the landing at ~0.14 s).
+
+    * Free fall: in uniform gravity the spider translates rigidly (internal forces cancel and the
+      stress-free shape stays stress-free), so its centre of mass follows backward Euler's exact
+      discrete free fall ``x_n = x_0 + g dt^2 n (n + 1) / 2`` (``g t^2 / 2`` plus the scheme's
+      ``g t dt / 2``), until the first foot enters the floor's contact range ``h + delta``, at
+      the step this formula predicts.
+    * Landing: vertical momentum balance at every step, ``M (vz_{n+1} - vz_n) = dt (sum_i f_i -
+      M g_z)`` with the floor's normal forces ``f_i`` at the new positions (the elastic and joint
+      forces are internal; friction is horizontal; no damping), and no node sinks more than
+      ``delta`` into the floor's surface.
+    """
+    from jaxrod.scenes import get_scene
+
+    scene = get_scene("network-spider", n_nodes=5)
+    model, dt, n_steps = scene.model, scene.dt, 80
+    traj = jaxrod.simulate(model, dt=dt, n_steps=n_steps, scheme=scene.scheme)
+    x, v = np.asarray(traj.positions), np.asarray(traj.v)
+    mass = np.asarray(model.node_masses())
+    M = mass.sum()
+    assert M == pytest.approx(1180.0 * np.pi * 0.005**2 * 0.9, rel=1e-12)  # nine limbs of 0.1 m
+    floor = model.contacts[0]
+    h, delta, z_floor = 0.005, float(floor.delta), -0.1
+    g = np.array([1.0, 0.0, -9.8])  # the scene's tilted gravity
+
+    # free fall: the feet start at z = 0, 0.1 m above the floor
+    n = np.arange(n_steps + 1)
+    fall = g[2] * dt**2 * n * (n + 1) / 2
+    onset_pred = int(np.argmax(x[0, :, 2].min() + fall < z_floor + h + delta))
+    onset = int(np.argmax(x[:, :, 2].min(axis=1) < z_floor + h + delta))
+    assert onset == onset_pred and 0.13 < onset * dt < 0.14
+    com = np.einsum("i,tij->tj", mass, x) / M
+    free = slice(0, onset)
+    com_pred = com[0] + g * (dt**2 * n[free] * (n[free] + 1) / 2)[:, None]
+    np.testing.assert_allclose(com[free], com_pred, rtol=0, atol=1e-10)
+    rigid = x[free] - (com[free] - com[0])[:, None, :]
+    np.testing.assert_allclose(rigid, np.broadcast_to(x[0], rigid.shape), rtol=0, atol=1e-10)
+
+    # landing: the floor's impulse is what changes the vertical momentum
+    radius = model.node_radius()
+    f_floor = np.asarray(jax.vmap(lambda xi: floor.normal_forces(xi, radius))(jnp.asarray(x[1:])))
+    dp = M * np.diff(np.einsum("i,ti->t", mass, v[:, :, 2]) / M)
+    impulse = dt * (f_floor.sum(axis=1) + M * g[2])
+    weight_impulse = M * abs(g[2]) * dt
+    # to the Newton tolerance (measured: <= 2e-6 of the weight's impulse; impact steps ~0.6 of it)
+    np.testing.assert_allclose(dp, impulse, rtol=0, atol=2e-5 * weight_impulse)
+    assert f_floor[onset:].sum() * dt > M * np.sqrt(2 * abs(g[2]) * 0.09)  # the floor stopped the fall
+    assert x[:, :, 2].min() >= z_floor + h - delta
+
+
 def test_contacts_use_the_contact_module():
     from jaxrod.models.der.contact import FloorContact, RodRodContact, imc_energy
 

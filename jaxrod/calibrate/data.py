@@ -264,6 +264,19 @@ def _parse_header_comment(line, meta):
         meta["synthetic"] = value.lower() in ("1", "true", "yes")
 
 
+def _text_lines(path, fh):
+    """The lines of the open text file ``fh``; a binary file (bytes that are not UTF-8 text, or
+    NUL characters) raises a ``ValueError`` naming the file instead of a decoding traceback."""
+    hint = "marker CSV files are UTF-8 text (binary data: use an .npz file)"
+    try:
+        for lineno, line in enumerate(fh, start=1):
+            if "\x00" in line:
+                raise ValueError(f"{path}: not a text CSV file (NUL byte on line {lineno}); {hint}")
+            yield line
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text CSV file (byte {e.start} is not UTF-8 text); {hint}") from None
+
+
 def load_markers_csv(
     path, *, length_scale: float = 1.0, arc_lengths=None, empty_rows: str = "error"
 ) -> MarkerTracks:
@@ -282,8 +295,8 @@ def load_markers_csv(
     meta: dict = {}
     rows = []
     header = None
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(_text_lines(path, fh))
         for lineno, row in enumerate(reader, start=1):
             if not row or all(not c.strip() for c in row):
                 continue
@@ -426,13 +439,21 @@ def load_markers_npz(
             s = z["arc_lengths"] if "arc_lengths" in keys else None
             names = z["names"] if "names" in keys else None
     except ValueError as e:
-        if "pickle" in str(e).lower():
+        if "pickle" in str(e).lower() and "header" not in str(e).lower():
             raise ValueError(
                 f"{path}: refusing to load an array that needs pickling (object dtype); data files are "
                 "never unpickled. Save plain numeric arrays (and names as a unicode array)."
             ) from None
-        raise
-    except (zipfile.BadZipFile, OSError) as e:
+        if str(e).startswith(f"{path}:"):
+            raise  # our own message (missing arrays)
+        # e.g. numpy's "Header info length ... is large and may not be safe to load securely"
+        raise ValueError(f"{path}: not a readable .npz file (an array header is invalid or too large: {str(e).splitlines()[0]})") from None
+    except MemoryError:
+        raise ValueError(
+            f"{path}: not a readable .npz file (an array header asks for more memory than is available; "
+            "the file is corrupt or not a marker file)"
+        ) from None
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
         raise ValueError(f"{path}: not a readable .npz file ({e})") from None
     if names is not None:
         if names.dtype.kind not in "US":

@@ -271,6 +271,15 @@ def _start_theta(objective: Objective, start):
     if start is None:
         return np.asarray(ps.to_vector(), dtype=float)
     if isinstance(start, Mapping):
+        unknown = sorted(set(start) - set(ps.names))
+        fixed = sorted(p.name for p in ps.parameters if p.fixed and p.name in start
+                       and not np.array_equal(np.asarray(start[p.name], dtype=float), np.asarray(p.value, dtype=float)))
+        if unknown or fixed:
+            what = (f"unknown parameter names {unknown}" if unknown
+                    else f"new values for the fixed parameters {fixed} (fixed parameters keep their value)")
+            raise ValueError(
+                f"start gives {what}; known parameters: {list(ps.names)} (free: {[p.name for p in ps.free]})"
+            )
         vals = ps.initial_values()
         vals.update({k: jnp.asarray(v, dtype=float) for k, v in start.items()})
         return np.asarray(ps.to_vector(vals), dtype=float)

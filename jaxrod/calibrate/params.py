@@ -29,7 +29,7 @@ rounding (a :class:`Bounded` value saturates at ``lo``/``hi`` for ``|u|`` above 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import equinox as eqx
@@ -218,16 +218,19 @@ class ParamSet:
     """
 
     def __init__(self, parameters: Sequence[Parameter]):
+        if isinstance(parameters, (str, Parameter)) or not isinstance(parameters, Iterable):
+            raise TypeError(f"ParamSet takes a sequence of Parameter objects, got {parameters!r}")
         parameters = tuple(parameters)
+        for k, p in enumerate(parameters):
+            if not isinstance(p, Parameter):
+                raise TypeError(
+                    f"ParamSet parameters[{k}] must be a Parameter (e.g. Parameter('E', 1e6)), "
+                    f"got {p!r} ({type(p).__name__})"
+                )
         names = [p.name for p in parameters]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"ParamSet: duplicate parameter names {dup}")
-        for p in parameters:
-            if not isinstance(p, Parameter):
-                raise TypeError(
-                    f"ParamSet takes Parameter objects, got {type(p).__name__}"
-                )
         if not any(not p.fixed for p in parameters):
             raise ValueError("ParamSet: every parameter is fixed; nothing to fit")
         self.parameters = parameters

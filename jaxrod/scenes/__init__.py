@@ -24,6 +24,7 @@ import numpy as np
 from ..models.der import DERModel, DERRod, first_mode_velocity, helix_points
 from ..models.der.rod import clamped_straight_points
 from ..timestepping import ImplicitMidpoint  # noqa: F401  (re-exported default)
+from ..validation import check_int
 from .scene import Scene
 
 #: Euler-Bernoulli clamped-free eigenvalues beta_n L.
@@ -38,7 +39,8 @@ def straddled_cantilever_points(n_nodes: int, length: float):
     by ~1.5 dl/L). Centring edge 0 on the wall (node 0 at ``-dl/2``) puts the effective clamp at
     ``x = 0`` and the tip at ``x = length``.
     """
-    return clamped_straight_points(int(n_nodes), length, clamped_ends="start")
+    n_nodes = check_int("n_nodes", n_nodes, min=3)
+    return clamped_straight_points(n_nodes, length, clamped_ends="start")
 
 
 def euler_bernoulli_frequency(E, radius, density, length, mode=1):
@@ -115,6 +117,7 @@ def dynamic_cantilever(
 def dismech_helix_points(n_helix: int = 100, *, helix_radius=0.02, pitch=0.05, contour_length=0.5):
     """DisMech's helix mesh: a 2.5 cm vertical stub (clamped), a radial arm of 5 edges out to the
     helix radius, then ``n_helix`` helix nodes descending about the z axis."""
+    n_helix = check_int("n_helix", n_helix, min=2)
     stub = np.array([[0.0, 0.0, 0.025], [0.0, 0.0, 0.0]])
     arm = np.stack([np.linspace(0, helix_radius, 6)[1:], np.zeros(5), np.zeros(5)], axis=1)
     helix = helix_points(n_helix, helix_radius, pitch, contour_length)

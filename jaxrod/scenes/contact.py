@@ -25,7 +25,7 @@ from ..models.der.contact import imc_energy_derivative
 from ..simulate import simulate
 from ..solvers.newton import NewtonSolver
 from ..timestepping import BackwardEuler, ImplicitMidpoint
-from ..validation import check_nonnegative, check_positive
+from ..validation import check_int, check_nonnegative, check_positive
 from .scene import Scene
 
 #: DisMech's 44 pushes [N] (spec 7.4): {0, 0.5, ..., 10.5} and {-0.1, -0.6, ..., -10.6}.
@@ -344,8 +344,7 @@ def rod_coiling(
     check_positive("density", density, "kg/m^3")
     check_nonnegative("gap", gap, "m")
     check_nonnegative("imperfection", imperfection, "m")
-    if int(n_nodes) < 3:
-        raise ValueError(f"n_nodes must be >= 3, got {n_nodes}")
+    check_int("n_nodes", n_nodes, min=3)
     n, L, h, v = int(n_nodes), float(length), float(radius), float(feed_speed)
     dl = L / (n - 1)
     dt = 5e-3 if dt is None else dt

@@ -31,6 +31,7 @@ from ..models.der.contact import FloorContact, RodRodContact
 from ..models.der.network import DERNetwork, Joint, LinearRamp
 from ..solvers.newton import NewtonSolver
 from ..timestepping import BackwardEuler
+from ..validation import check_int
 from .scene import Scene
 
 
@@ -47,7 +48,7 @@ def spider(
     """DisMech's spider (see the module docstring). ``n_nodes`` per limb (DisMech: 25; the dense
     Jacobian has ``4 (9 n - 8)`` rows). ``gravity`` default: (1, 0, -9.8) with the floor,
     (0, 0, -9.8) standing; ``damping`` [N s/m^2] default 0 with the floor, 0.5 standing."""
-    n = int(n_nodes)
+    n = check_int("n_nodes", n_nodes, min=3)
     if gravity is None:
         gravity = (1.0, 0.0, -9.8) if floor else (0.0, 0.0, -9.8)
     if damping is None:
@@ -129,7 +130,7 @@ def two_limb_actuated(
     limb 0 E = 2 MPa, limb 1 E = 1 MPa (h = 5 mm, rho = 1200 kg/m^3, nu = 0.5). Limb ``k`` gets
     the uniform natural curvature ``kappa[k]`` [1/m] (material direction 2, bending toward +z),
     ramped linearly from 0 over ``ramp_time`` [s] (:class:`LinearRamp`)."""
-    n, L = int(n_nodes), float(limb_length)
+    n, L = check_int("n_nodes", n_nodes, min=3), float(limb_length)
     k0, k1 = (float(k) for k in kappa)
     mat = {"density": 1200.0, "radius": 0.005, "poisson_ratio": 0.5}
     l0 = DERRod.straight(n, L, **mat, youngs_modulus=2e6)

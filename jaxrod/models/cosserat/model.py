@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...geometry import quat_to_rotation
-from ...validation import check_finite, check_nonnegative, check_shape, is_traced
+from ...validation import check_finite, check_int, check_nonnegative, check_shape, is_traced
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
 
@@ -146,6 +146,8 @@ class CosseratModel(eqx.Module):
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
             raise TypeError(f"rod must be a CosseratRod, got {type(self.rod).__name__}")
+        check_int("n_points", self.n_points)
+        check_int("segments", self.segments)
         if int(self.n_points) < 2:
             raise ValueError(f"n_points must be >= 2 (both rod ends are grid points), got {self.n_points}")
         if self.integrator not in ("rk4", "euler"):

@@ -19,6 +19,7 @@ from ...validation import (
     check_finite,
     check_nonnegative,
     check_positive,
+    check_scalar,
     check_shape,
     is_traced,
 )
@@ -54,6 +55,8 @@ class CosseratRod(eqx.Module):
     u_star: jax.Array
 
     def __check_init__(self):
+        for name in ("area", "youngs_modulus", "shear_modulus", "density"):
+            check_scalar(name, getattr(self, name))  # uniform rod: one value each
         L = self.length
         if not (np.isfinite(L) and L > 0):
             raise ValueError(f"length must be a finite number > 0 m, got {L}")

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...validation import check_finite, check_nonnegative, check_positive, check_shape, is_traced
+from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_scalar, check_shape, is_traced
 
 #: Smoothing constant of the IMC energy, ``K1 = IMC_SHARPNESS / delta`` (DisMech: 15).
 IMC_SHARPNESS = 15.0
@@ -302,6 +302,8 @@ def edge_contact_friction(x, v, pairs: CandidatePairs, C, delta, stiffness, mu, 
 # interaction modules
 # ---------------------------------------------------------------------------------------------
 def _check_common(stiffness, delta, mu, nu):
+    for name, value in (("stiffness", stiffness), ("delta", delta), ("mu", mu), ("nu", nu)):
+        check_scalar(name, value)  # one value per contact, broadcast over nodes/pairs
     check_positive("stiffness", stiffness, "N/m")
     check_positive("delta", delta, "m")
     check_nonnegative("mu", mu)
@@ -350,6 +352,9 @@ class FloorContact(eqx.Module):
     def __init__(
         self, normal=(0.0, 0.0, 1.0), offset=0.0, *, stiffness=1e4, delta=5e-4, mu=0.0, nu=1e-3, mu_lateral=None
     ):
+        check_scalar("offset", offset, "m")
+        if mu_lateral is not None:
+            check_scalar("mu_lateral", mu_lateral)
         n = _arr(normal)
         check_shape("normal", n, (3,))
         if not is_traced(n):
@@ -473,6 +478,9 @@ class RodRodContact(eqx.Module):
         self_contact=True,
     ):
         _check_common(stiffness, delta, mu, nu)
+        if max_candidates is not None:
+            check_int("max_candidates", max_candidates)
+        check_int("exclude_neighbours", exclude_neighbours)
         if margin is not None and not (np.isfinite(margin) and margin >= 0):
             raise ValueError(f"RodRodContact margin must be a finite number >= 0 m, got {margin}")
         if max_candidates is not None and int(max_candidates) < 1:

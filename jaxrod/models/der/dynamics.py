@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
-from ...validation import check_finite, check_shape, is_traced
+from ...validation import check_finite, check_finite_scalar, check_int_sequence, check_polyline, check_shape, is_traced
 from ..base import AbstractImplicitModel, State
 from .contact import CandidatePairs, FloorContact, RodRodContact
 from .energies import bending_energy, stretching_energy, twisting_energy
@@ -59,7 +59,7 @@ def _frames(aux):
 
 
 def _index_tuple(name, idx, n, what):
-    out = tuple(int(i) for i in np.atleast_1d(np.asarray(idx, dtype=int)))
+    out = check_int_sequence(name, idx)
     for i in out:
         if not (-n <= i < n):
             raise ValueError(f"{name}: {what} index {i} does not exist (valid: 0..{n - 1} or negative from the end)")
@@ -147,6 +147,10 @@ class DERModel(AbstractImplicitModel):
         at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
         the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
         beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
+        check_finite_scalar("load_factor", load_factor)
+        if q0 is not None:
+            check_shape("q0", q0, (rod.n_nodes, 4))
+            check_polyline("q0 (node positions)", q0)
         n = rod.n_nodes
         self.rod = rod
         self.gravity = jnp.asarray(gravity, dtype=float)

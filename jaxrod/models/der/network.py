@@ -107,7 +107,7 @@ import numpy as np
 
 from ...geometry import dot, normalize, parallel_transport, signed_angle
 from ...solvers.jacobian import AbstractJacobianSolver, DenseJacobianSolver
-from ...validation import check_finite, check_shape, is_traced
+from ...validation import check_finite, check_finite_scalar, check_shape, is_traced
 from ..base import AbstractImplicitModel, State
 from .contact import (
     CandidatePairs,
@@ -188,6 +188,19 @@ class Joint:
             att = (att,)  # a single (limb, end) pair
         object.__setattr__(
             self, "attached", tuple(_pair("Joint.attached", a) for a in att)
+        )
+
+
+def _check_edge_lengths(q0, topo):
+    """Every edge of ``q0`` must have non-zero length (a zero-length edge has no tangent)."""
+    if is_traced(q0):
+        return
+    en, x = np.asarray(topo.edge_nodes), np.asarray(q0)[:, :3]
+    short = np.flatnonzero(np.linalg.norm(x[en[:, 1]] - x[en[:, 0]], axis=1) <= 1e-12)
+    if short.size:
+        raise ValueError(
+            f"q0 (node positions) has coincident nodes: zero-length edges {short[:5].tolist()} "
+            "(global edge numbering); the two nodes of every edge must differ"
         )
 
 
@@ -821,6 +834,7 @@ class DERNetwork(AbstractImplicitModel):
             TypeError: a limb that is not a DERRod, a joint that is not a Joint, a contact that is
                 not a FloorContact or RodRodContact.
         """
+        check_finite_scalar("load_factor", load_factor)
         limbs = tuple(limbs)
         if not limbs:
             raise ValueError("a DERNetwork needs at least one limb")
@@ -882,6 +896,7 @@ class DERNetwork(AbstractImplicitModel):
         self.q0 = jnp.asarray(q0, dtype=float)
         check_shape("q0", self.q0, (R, 4))
         check_finite("q0", self.q0)
+        _check_edge_lengths(self.q0, topo)
         self.v0 = jnp.zeros((R, 4)) if v0 is None else jnp.asarray(v0, dtype=float)
         check_shape("v0", self.v0, (R, 4))
         check_finite("v0", self.v0)

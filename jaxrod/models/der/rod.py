@@ -22,8 +22,10 @@ import numpy as np
 
 from ...validation import (
     check_finite,
+    check_int,
     check_positive,
     check_range,
+    check_scalar,
     check_shape,
     is_traced,
 )
@@ -52,6 +54,8 @@ class DERRod(eqx.Module):
     radius: jax.Array
 
     def __check_init__(self):
+        for name in ("youngs_modulus", "shear_modulus", "density", "radius"):
+            check_scalar(name, getattr(self, name))  # one material and cross-section per rod
         pos = self.rest_positions
         check_shape("rest_positions", pos, (None, 3))
         n = pos.shape[0]
@@ -119,6 +123,8 @@ class DERRod(eqx.Module):
 
     def with_natural_curvature(self, kappa_bar):
         """Copy with natural curvature ``(N-2, 2)`` replaced."""
+        check_shape("natural_curvature", kappa_bar, (self.n_nodes - 2, 2))
+        check_finite("natural_curvature", kappa_bar)
         return eqx.tree_at(lambda r: r.natural_curvature, self, jnp.asarray(kappa_bar, dtype=float))
 
     # ---- constructors ------------------------------------------------------------------
@@ -203,6 +209,7 @@ class DERRod(eqx.Module):
         load deflects the tip 14.5% less than Euler-Bernoulli's ``P L^3 / (3 EI)`` at 11 nodes.
         Use :meth:`cantilever` for a rod whose clamp sits at ``start``.
         """
+        n_nodes = check_int("n_nodes", n_nodes)
         if int(n_nodes) < 3:
             raise ValueError(f"a DER rod needs at least 3 nodes (n_nodes >= 3), got {n_nodes}")
         check_positive("length", length, "m")
@@ -270,6 +277,9 @@ class DERRod(eqx.Module):
             contour_length: arc length of the helix [m] > 0.
             handedness: +1 right-handed (descending), -1 left-handed.
         """
+        n_nodes = check_int("n_nodes", n_nodes)
+        if handedness not in (1, -1):
+            raise ValueError(f"handedness must be +1 (right-handed) or -1 (left-handed), got {handedness!r}")
         check_positive("helix_radius", helix_radius, "m")
         check_positive("pitch", pitch, "m")
         check_positive("contour_length", contour_length, "m")

@@ -27,8 +27,11 @@ import numpy as np
 from ...solvers.jacobian import DenseJacobianSolver
 from ...validation import (
     check_finite,
+    check_finite_scalar,
+    check_int,
     check_nonnegative,
     check_positive,
+    check_scalar,
     check_shape,
     is_traced,
 )
@@ -70,6 +73,9 @@ class PCSRod(eqx.Module):
     rest_strain: jax.Array
 
     def __check_init__(self):
+        check_int("n_segments", self.n_segments, min=1)
+        for name in ("area", "youngs_modulus", "shear_modulus", "density", "viscosity"):
+            check_scalar(name, getattr(self, name))
         if not (np.isfinite(self.length) and self.length > 0):
             raise ValueError(f"length must be a finite number > 0 m, got {self.length}")
         if int(self.n_segments) < 1:
@@ -83,6 +89,12 @@ class PCSRod(eqx.Module):
         check_nonnegative("viscosity", self.viscosity, "Pa s")
         check_shape("rest_strain", self.rest_strain, (int(self.n_segments), 6))
         check_finite("rest_strain", self.rest_strain)
+        if not is_traced(self.rest_strain) and np.any(np.asarray(self.rest_strain)[:, 3] <= 0):
+            bad = np.flatnonzero(np.asarray(self.rest_strain)[:, 3] <= 0)[:5].tolist()
+            raise ValueError(
+                f"rest_strain[:, 3] (axial rest stretch, 1 for an unstretched segment) must be > 0; "
+                f"segments {bad} have {np.asarray(self.rest_strain)[bad, 3].tolist()}"
+            )
 
     @classmethod
     def rectangular(
@@ -91,6 +103,8 @@ class PCSRod(eqx.Module):
     ) -> PCSRod:
         """Rectangular section: ``width`` [m] along local y, ``thickness`` [m] along local z
         (``Jy = w t^3/12`` bends about y, the easy axis when ``t < w``; ``Jx = Jy + Jz``)."""
+        check_scalar("width", width, "m")
+        check_scalar("thickness", thickness, "m")
         check_positive("width", width, "m")
         check_positive("thickness", thickness, "m")
         w, t = float(width), float(thickness)
@@ -104,6 +118,7 @@ class PCSRod(eqx.Module):
         rest_strain=None,
     ) -> PCSRod:
         """Solid circular section of ``radius`` [m]."""
+        check_scalar("radius", radius, "m")
         check_positive("radius", radius, "m")
         r = float(radius)
         j = np.pi * r**4 / 4
@@ -112,6 +127,8 @@ class PCSRod(eqx.Module):
 
     @classmethod
     def _make(cls, length, n, area, moments, E, rho, nu, mu, rest_strain):
+        n = check_int("n_segments", n, min=1)
+        check_finite_scalar("length", length, "m")
         if not (-1.0 < nu <= 0.5):
             raise ValueError(f"poisson_ratio must be in (-1, 0.5], got {nu}")
         check_positive("youngs_modulus", E, "Pa")
@@ -228,6 +245,11 @@ class PCSModel(AbstractImplicitModel):
     def __check_init__(self):
         if not isinstance(self.rod, PCSRod):
             raise TypeError(f"rod must be a PCSRod, got {type(self.rod).__name__}")
+        check_shape("base_position", self.base_position, (3,))
+        check_finite("base_position", self.base_position)
+        check_finite_scalar("load_factor", self.load_factor)
+        check_int("n_quad", self.n_quad, min=1)
+        check_int("points_per_segment", self.points_per_segment, min=1)
         check_shape("gravity", self.gravity, (3,))
         check_shape("tip_wrench", self.tip_wrench, (6,))
         check_shape("base_rotation", self.base_rotation, (3, 3))

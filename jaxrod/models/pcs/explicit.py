@@ -10,6 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ...validation import check_int
 from .dynamics import PCSModel
 
 
@@ -47,7 +48,8 @@ def simulate_explicit(model: PCSModel, *, dt, n_steps: int, state0=None, save_ev
     steps, and the benchmark measures it)."""
     if not isinstance(dt, jax.core.Tracer) and not (float(dt) > 0):
         raise ValueError(f"dt must be > 0, got {dt}")
-    if n_steps < 1 or save_every < 1 or n_steps % save_every:
+    n_steps, save_every = check_int("n_steps", n_steps, min=1), check_int("save_every", save_every, min=1)
+    if n_steps % save_every:
         raise ValueError(f"need n_steps >= 1 divisible by save_every >= 1, got {n_steps}, {save_every}")
     state = model.initial_state() if state0 is None else state0
     q0, v0 = jnp.asarray(state.q, dtype=float), jnp.asarray(state.v, dtype=float)

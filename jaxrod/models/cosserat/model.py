@@ -10,7 +10,10 @@ reference arc length ``s`` for the state
 (position [m], non-unit orientation quaternion, internal force [N] and moment [N m], local linear
 [m/s] and angular [1/s] velocity), with the strains ``v``, ``u`` solved algebraically from the
 constitutive law (eq. 6). The *grid variables* whose time derivatives appear are
-``w = [q, w, v, u]`` (12 per node); their histories ``w^h`` are the only memory of the past.
+``w = [q, w, v, u]`` (12 per evaluation point); their histories ``w^h`` are the only memory of the
+past. The RK4 sweep evaluates the ODE at three off-node stage points per interval as well, and each
+stage point keeps its own history (see :meth:`CosseratModel.integrate`), so that the numerical
+damping is that of the time scheme at every grid size.
 
 Shooting: the unknown base force and moment ``G = [n(0), m(0)]`` (scaled by ``EI/L^2`` and
 ``EI/L``) are guessed, the ODE is integrated from base to tip (explicit Euler or classic RK4, in

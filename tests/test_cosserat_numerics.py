@@ -280,3 +280,19 @@ def test_weight_release_fit_from_finer_data_recovers_drag():
     assert res.tracks.synthetic and res.settings.data_n_points > res.settings.n_points
     for name in ("EI", "rho", "C"):
         assert abs(res.relative_errors[name]) < 0.05, (name, res.relative_errors)
+
+
+def test_history_carrier_must_cover_the_stage_points():
+    """A carrier built over the node grid only (the layout before stage histories) is refused with
+    a message that says what to pass; a state without stage values cannot start a run."""
+    from jaxrod.models.cosserat import CosseratModel, CosseratRod
+
+    rod = CosseratRod.circular(0.4, 1e-3, youngs_modulus=207e9, density=8000.0)
+    model = CosseratModel(rod, n_points=5, integrator="rk4")
+    st, _ = jaxrod.solve_static(model)
+    assert st.w_stages.shape == (4, 3, 12)
+    old = CosseratState(st.y, st.w, st.base_loads, DifferenceFormula.bdf2().init(st.w), st.w_stages)
+    with pytest.raises(ValueError, match=r"grid_variables = \(w, w_stages\)"):
+        jaxrod.simulate(model, dt=0.01, n_steps=2, state0=old)
+    with pytest.raises(ValueError, match="w_stages is None"):
+        jaxrod.simulate(model, dt=0.01, n_steps=2, state0=CosseratState(st.y, st.w, st.base_loads))

@@ -230,6 +230,14 @@ def simulate_cosserat(
     if state0 is None:
         state0, _ = solve_static_cosserat(model, t=t0, throw=throw)
     traced = _is_traced((model, state0, dt, t0, formula))
+    if state0.carrier is not None and not (
+        isinstance(state0.carrier, tuple) and isinstance(state0.carrier[0], tuple) and len(state0.carrier[0]) == 2
+    ):
+        raise ValueError(
+            "state0.carrier must be a history carrier over CosseratState.grid_variables = (w, w_stages), "
+            "e.g. formula.init(state.grid_variables) or Trajectory.final.carrier; got one over "
+            f"{type(state0.carrier[0]).__name__ if isinstance(state0.carrier, tuple) else type(state0.carrier).__name__}"
+        )
     carrier0 = formula.init(state0.grid_variables) if state0.carrier is None else state0.carrier
     carry0 = (carrier0, state0.base_loads, state0.y, _f(t0))
 

@@ -144,7 +144,7 @@ class Runner:
             raise RuntimeError(f"static solve did not converge for {label}")
         # explicit rest-history carrier (what simulate builds from state0.w): the same pytree
         # structure as Trajectory.final, so chained calls reuse the program
-        self.state0 = CosseratState(st.y, st.w, st.base_loads, D.bdf2().init(st.w))
+        self.state0 = CosseratState(st.y, st.w, st.base_loads, D.bdf2().init(st.grid_variables), st.w_stages)
         s = D.bdf2()
         self.example = (self.params, self.state0, s.gammas, s.d1, jnp.asarray(0.005), jnp.asarray(0.0))
         note(f"  compiling {label} ({n} steps per call) ...")

@@ -177,7 +177,6 @@ def benchmark_runs():
         ("bdf2", DifferenceFormula.bdf2()),
         ("bdf_alpha(-0.2)", DifferenceFormula.bdf_alpha(-0.2)),
         ("trapezoid", DifferenceFormula.trapezoid()),
-        ("bdf3", DifferenceFormula.bdf3()),
     ]:
         tr = jaxrod.simulate(model, dt=0.005, n_steps=200, scheme=f, state0=state0, solver=FAST, throw=False)
         energy = np.asarray(jax.vmap(model.energy)(tr.q, tr.v)) - e_eq
@@ -203,18 +202,17 @@ def test_numerical_damping_matches_table3(benchmark_runs, name, paper_tau):
 
 
 @pytest.mark.slow
-def test_trapezoid_has_no_numerical_damping_and_bdf3_is_unstable(benchmark_runs):
+def test_trapezoid_has_no_numerical_damping(benchmark_runs):
+    """Euler sweep, 150 points (the paper's). BDF3's instability and the RK4 sweep's long-run
+    energy are asserted in test_cosserat_numerics.py."""
     _, runs = benchmark_runs
     tr, energy = runs["trapezoid"]
     t = np.asarray(tr.times)
     # energy ripples within a period (discrete energy is not the conserved quantity): compare the
     # mean over the last 0.2 s with the mean over the first 0.2 s after release
     early, late = energy[(t > 0.0) & (t <= 0.2)].mean(), energy[t > 0.8].mean()
+    assert bool(np.all(tr.stats.converged))
     assert abs(late / early - 1) < 0.005
-    tr3, energy3 = runs["bdf3"]
-    t3 = np.asarray(tr3.times)
-    grows = energy3[t3 > 0.8].mean() > 2 * energy3[(t3 > 0.0) & (t3 <= 0.2)].mean()
-    assert grows or not bool(np.all(tr3.stats.converged))
 
 
 @pytest.mark.slow
@@ -394,16 +392,4 @@ def test_multiple_shooting_solves_the_same_discrete_problem():
     np.testing.assert_allclose(np.asarray(t3.positions), np.asarray(t1.positions), atol=1e-8)
 
 
-@pytest.mark.slow
-def test_impulse_near_base_converges_with_multiple_shooting():
-    """Till's impulse (5 N hat over 16 ms near the base): simple shooting fails at the first step,
-    three segments converge at every step (simulate raises otherwise) and the rod rings with a
-    centimetre-scale tip motion (the correctness of multiple shooting itself is the test above)."""
-    sc1 = get_scene("till-impulse", n_points=31, integrator="euler", segments=1)
-    sc3 = get_scene("till-impulse", n_points=31, integrator="euler", segments=3)
-    tr1 = jaxrod.simulate(sc1.model, dt=0.004, n_steps=10, scheme=sc1.scheme, throw=False)
-    assert not bool(np.all(tr1.stats.converged))
-    tr3 = jaxrod.simulate(sc3.model, dt=0.004, n_steps=50, scheme=sc3.scheme, solver=jaxrod.NewtonSolver(
-        rtol=1e-10, atol=1e-10, max_steps=25, reuse_jacobian=True))
-    x = np.asarray(tr3.tip[:, 0] - tr3.tip[0, 0])
-    assert 0.01 < np.abs(x).max() < 0.2
+# Till's impulse near the base (multiple shooting) against modal superposition: test_cosserat_numerics.py

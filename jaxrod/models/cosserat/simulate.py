@@ -35,7 +35,7 @@ from ...solvers.newton import (
     placeholder_factorization,
 )
 from ...timestepping import DifferenceFormula
-from .model import W_SIZE, CosseratModel
+from .model import CosseratModel
 
 #: Default shooting solver: unknowns are dimensionless base loads (force / (EI/L^2), moment / (EI/L)).
 #: Chord steps with the Jacobian carried across time steps (measured 1.6x faster than a fresh
@@ -57,14 +57,28 @@ class CosseratState(eqx.Module):
         w: ``(N, 12)`` grid of ``[q, w, v, u]`` (velocities and strains).
         base_loads: the shooting unknowns: ``(6,)`` scaled base force and moment, followed
             with multiple shooting by the scaled states at the segment starts.
-        carrier: history carrier of the difference formula (``None`` before the first step:
-            a rest history is then assumed, ``w_t = 0``).
+        carrier: history carrier of the difference formula over :attr:`grid_variables`
+            (``None`` before the first step: a rest history is then assumed, ``w_t = 0``).
+        w_stages: ``(N-1, n_stages, 12)`` ``[q, w, v, u]`` at the off-node RK4 stage points
+            (:meth:`CosseratModel.integrate`); each stage point has its own time history.
     """
 
     y: jax.Array
     w: jax.Array
     base_loads: jax.Array
     carrier: object = None
+    w_stages: jax.Array | None = None
+
+    @property
+    def grid_variables(self):
+        """``(w, w_stages)``: the variables whose time derivatives enter, at every evaluation
+        point of the arc-length integrator (the pytree the difference formula works on)."""
+        if self.w_stages is None:
+            raise ValueError(
+                "CosseratState.w_stages is None: the stage-point grid variables are needed for the "
+                "history; build the state with solve_static_cosserat or take Trajectory.final"
+            )
+        return self.w, self.w_stages
 
     @property
     def positions(self):
@@ -87,7 +101,7 @@ def _as_formula(scheme) -> DifferenceFormula:
 
 # ---- statics -------------------------------------------------------------------------------------
 def _static(model: CosseratModel, t, guess, solver, load_steps):
-    wh = jnp.zeros((model.n_points, W_SIZE))
+    wh = model.zero_history()
 
     def increment(G, lf):
         P = model.step_constants(0.0, lf)
@@ -97,11 +111,11 @@ def _static(model: CosseratModel, t, guess, solver, load_steps):
     factors = jnp.arange(1, load_steps + 1) / load_steps
     G, results = jax.lax.scan(increment, guess, factors)
     P = model.step_constants(0.0)
-    y, w, _, _ = model.integrate(G, t, P, wh)
+    y, (w, w_stages), _, _ = model.integrate(G, t, P, wh)
     last = jax.tree_util.tree_map(lambda x: x[-1], results)
     last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
     last = eqx.tree_at(lambda r: r.converged, last, jnp.all(results.converged))
-    return CosseratState(y, w, G), last
+    return CosseratState(y, w, G, w_stages=w_stages), last
 
 
 _static_jit = eqx.filter_jit(_static)
@@ -142,7 +156,8 @@ def shooting_step(
     model: CosseratModel, formula: DifferenceFormula, solver: NewtonSolver, carrier, G, t_new, dt,
     factorization=None, have_factorization=False,
 ):
-    """One implicit step to time ``t_new`` [s]: returns ``(carrier, G, y, w, NewtonResult)``.
+    """One implicit step to time ``t_new`` [s]: returns ``(carrier, G, y, w, NewtonResult)``
+    (``w = (w_nodes, w_stages)``, see :meth:`CosseratModel.integrate`).
 
     With ``solver.reuse_jacobian`` the previous step's ``NewtonResult.factorization`` may be
     passed in: the shooting Jacobian then changes little from step to step and chord steps with
@@ -172,7 +187,7 @@ def _run(model, formula, solver, carry0, dt, n_saves, save_every, n_active):
 
     def observe(carry):
         carrier, G, y, t = carry[:4]
-        return t, y, carrier[0], G
+        return t, y, carrier[0][0], G
 
     fac0 = placeholder_factorization(solver, carry0[1]) if solver.reuse_jacobian else None
     carry, outs, stats = scan_saves(
@@ -215,7 +230,15 @@ def simulate_cosserat(
     if state0 is None:
         state0, _ = solve_static_cosserat(model, t=t0, throw=throw)
     traced = _is_traced((model, state0, dt, t0, formula))
-    carrier0 = formula.init(state0.w) if state0.carrier is None else state0.carrier
+    if state0.carrier is not None and not (
+        isinstance(state0.carrier, tuple) and isinstance(state0.carrier[0], tuple) and len(state0.carrier[0]) == 2
+    ):
+        raise ValueError(
+            "state0.carrier must be a history carrier over CosseratState.grid_variables = (w, w_stages), "
+            "e.g. formula.init(state.grid_variables) or Trajectory.final.carrier; got one over "
+            f"{type(state0.carrier[0]).__name__ if isinstance(state0.carrier, tuple) else type(state0.carrier).__name__}"
+        )
+    carrier0 = formula.init(state0.grid_variables) if state0.carrier is None else state0.carrier
     carry0 = (carrier0, state0.base_loads, state0.y, _f(t0))
 
     if not progress or traced:
@@ -239,7 +262,7 @@ def simulate_cosserat(
         q=y_all,
         v=cat(state0.w, ws),
         stats=SolverStats(conv, its, jacs, rn, err),
-        final=CosseratState(y_f, carrier_f[0], G_f, carrier_f),
+        final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
         dt=jnp.asarray(dt),
     )
     return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)

@@ -33,16 +33,14 @@ the later ones could be matched a cycle off. Residuals are summed over 27 ms blo
 of the second bending mode, see :func:`~jaxrod.calibrate.losses.block_residuals`).
 
 Measured (issue 12; synthetic data from RK4, 100 points, dt 1 ms; fit model RK4, 3 segments,
-dt 1 ms, 0.6 s, everything fitted: ``--fine --hold-out 0``; 2-core machine at load ~10): with 40
-points EI -0.07%, rho -0.10%, C +35.5%, 32 iterations, 74 evaluations, 18 min wall (364 s CPU).
-The naive identifiability error of C is 0.11% with the stated noise (0.46% with the noise
-estimated from the residuals: the review of issue 12 found C 77 such errors off), the sandwich
-error 0.66%; the residuals are 4.2x the stated noise (chi2/dof 18), so the report flags a lack
-of fit and calls the error bars lower bounds. Earlier runs: with 20 points C +167%, with 10
-points C +700%. EI and rho are recovered at every resolution, C is not: the shooting model's
-amplitude decay is not converged in the grid (at the Table 5 values the tip amplitude *grows*
-with 10 and 20 points and decays ~35% slower with 40 points than with 100), and the fitted
-drag absorbs the difference. With ``data_model="same"`` (data from the fit model itself, no
+dt 1 ms, 0.6 s, everything fitted: ``--fine --hold-out 0``; 2-core machine at load ~10): before the
+Cosserat fix of issue 12, with 40 points EI -0.07%, rho -0.10%, C +35.5% (with 20 points C +167%,
+with 10 points C +700%): the RK4 sweep interpolated the time history at its stage points, a
+grid-dependent negative damping that the fitted drag absorbed; `identify` flags such a fit
+(residuals 4.2x the stated noise, chi2/dof 18). After the fix (every stage point keeps its own
+history): EI -0.007%, rho -0.007%, C +0.125%, 36 iterations, 112 evaluations, 2891 s wall
+(524 s CPU) at load 10-15.
+With ``data_model="same"`` (data from the fit model itself, no
 discretisation mismatch) all three are recovered to the noise level (EI, rho 0.02%, C 0.25% with
 Euler 10 points, dt 4 ms: the test settings, ~1.5 min).
 """

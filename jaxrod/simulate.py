@@ -537,8 +537,8 @@ def _raise_in_program(traj, t0, dt):
 @contextlib.contextmanager
 def convergence_errors():
     """Context manager: a :class:`ConvergenceError` raised inside a compiled program (``simulate``
-    called under ``jax.jit``/``jax.vmap``, which JAX reports as ``jax.errors.JaxRuntimeError``)
-    is re-raised as the original :class:`ConvergenceError` with its ``step``, ``time``,
+    called under ``jax.jit``/``jax.vmap``, which JAX reports as ``jax.errors.JaxRuntimeError`` or,
+    from an already compiled program, ``ValueError``) is re-raised as the original :class:`ConvergenceError` with its ``step``, ``time``,
     ``residual`` and ``members``::
 
         with jaxrod.convergence_errors():
@@ -553,7 +553,8 @@ def convergence_errors():
     was_disabled, log.disabled = log.disabled, True
     try:
         yield
-    except jax.errors.JaxRuntimeError as e:
+    except Exception as e:
+        # JAX reports it as JaxRuntimeError (ValueError from its cached-dispatch path): match by message
         with _last_error.lock:
             err, _last_error.value = _last_error.value, None
         if err is not None and str(err) in str(e):

@@ -134,6 +134,55 @@ def test_convergence_error_is_reported_not_raised(monkeypatch):
     _assert_one_line_error(rc, err, "did not converge")
 
 
+def test_simulate_convergence_error_and_internal_errors_are_one_line(monkeypatch):
+    sim_module = sys.modules["jaxrod.simulate"]
+
+    def failing(*args, **kwargs):
+        raise jaxrod.ConvergenceError("Newton did not converge at step 7 (t = 3.5 s):\n residual 1e3", step=7,
+                                      time=3.5, residual=1e3)
+
+    monkeypatch.setattr(sim_module, "simulate", failing)
+    rc, _, err = run_cli(["simulate", "cantilever-a1", "--n-nodes", "5", "--no-progress"])
+    _assert_one_line_error(rc, err, "step 7 (t = 3.5 s)")
+
+    def bug(*args, **kwargs):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setattr(sim_module, "simulate", bug)
+    rc, _, err = run_cli(["simulate", "cantilever-a1", "--n-nodes", "5", "--no-progress"])
+    lines = err.strip().splitlines()
+    assert rc == 1 and len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith("error: internal error TypeError: unsupported operand") and "JAXROD_TRACEBACK" in lines[0]
+
+
+def _npy(shape):
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buf.getvalue() + bytes(64)
+
+
+def test_unreadable_data_files_are_one_line_errors(tmp_path):
+    """A .npz whose header claims a 73 TiB array (MemoryError inside numpy), a binary file named
+    .csv (UnicodeDecodeError) and a missing file: one error line each, no traceback."""
+    import zipfile
+
+    huge = tmp_path / "huge.npz"
+    with zipfile.ZipFile(huge, "w") as z:
+        z.writestr("t.npy", _npy((10**13,)))
+        z.writestr("positions.npy", _npy((10**13, 1, 3)))
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(bytes(range(256)) * 20)
+    base = ["calibrate", "weight-release", "--quiet", "--no-plot", "--data"]
+    rc, _, err = run_cli(base + [str(huge)])
+    _assert_one_line_error(rc, err, "out of memory")
+    rc, _, err = run_cli(base + [str(binary)])
+    _assert_one_line_error(rc, err, "decode")
+    rc, _, err = run_cli(base + [str(tmp_path / "missing.csv")])
+    _assert_one_line_error(rc, err, "missing.csv")
+
+
 def test_python_m_jaxrod_scenes():
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(

@@ -35,7 +35,7 @@ import numpy as np
 
 from .models.base import AbstractImplicitModel, State
 from .solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
-from .timestepping import AbstractScheme, BackwardEuler, BDFAlpha, ImplicitMidpoint, NewmarkBeta
+from .timestepping import AbstractScheme, BackwardEuler, ImplicitMidpoint, NewmarkBeta
 
 
 class ConvergenceError(RuntimeError):

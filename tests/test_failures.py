@@ -16,7 +16,6 @@ Compiles a handful of 1-DOF programs (dense 1x1 Jacobians): a few seconds each.
 import math
 import warnings
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -132,6 +132,9 @@ def test_under_jit_the_error_is_a_convergence_error_with_its_values():
         with jaxrod.convergence_errors():
             final(T_FAIL)
     assert info.value.step == K_FAIL and info.value.time == pytest.approx(0.5)
+    with pytest.raises(jaxrod.ConvergenceError) as host:  # the same failure outside jit
+        run(T_FAIL)
+    assert info.value.residual == pytest.approx(host.value.residual, rel=1e-12)
     # without the context manager JAX's own error (JaxRuntimeError, or ValueError from the cached
     # dispatch path) carries the same message
     with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=f"ConvergenceError: Newton did not converge at step {K_FAIL}"):

@@ -16,6 +16,8 @@ from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoa
 from .models.der import ClampMotion, DERModel, DERRod, SampledMotion, first_mode_velocity
 from .simulate import (
     ConvergenceError,
+    FallbackWarning,
+    convergence_errors,
     SolverStats,
     Trajectory,
     implicit_step,
@@ -51,6 +53,7 @@ __all__ = [
     "DERRod",
     "DenseJacobianSolver",
     "DifferenceFormula",
+    "FallbackWarning",
     "ImplicitMidpoint",
     "NewmarkBeta",
     "NewtonResult",
@@ -61,6 +64,7 @@ __all__ = [
     "State",
     "Trajectory",
     "Trapezoid",
+    "convergence_errors",
     "first_mode_velocity",
     "geometry",
     "implicit_step",

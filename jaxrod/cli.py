@@ -17,8 +17,11 @@ and a summary: wall time (compile + run), Newton iterations per step, the final 
 where the scene has reference values, the measured first-mode frequency and tip amplitude (dynamic
 cantilevers) or tip deflection (static cantilever) against the analytic ones.
 
-Errors (unknown scene, invalid values, a Newton solve that does not converge) print one
-``error: ...`` line on stderr and exit with status 2.
+Errors (unknown scene, invalid values, missing or malformed files, out of memory, a Newton
+solve that does not converge) print one ``error: ...`` line on stderr and exit with status 2; an
+unexpected internal error prints one line too (status 1; ``JAXROD_TRACEBACK=1`` shows the
+traceback). Time steps recovered by the backward-Euler fallback are reported as one ``warning:``
+line.
 """
 
 from __future__ import annotations
@@ -283,8 +286,16 @@ def _cmd_simulate(args, out, err):
           f"scheme {_scheme_name(scheme)}, saving every {args.save_every}", file=out, flush=True)
 
     t0 = time.perf_counter()
-    traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
-                    progress=not args.no_progress, state0=scene.state0, solver=scene.solver)
+    import warnings
+
+    from .simulate import FallbackWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FallbackWarning)
+        traj = simulate(model, dt=dt, n_steps=n_steps, scheme=scheme, save_every=args.save_every,
+                        progress=not args.no_progress, state0=scene.state0, solver=scene.solver)
+    for w in caught:  # one line each (a recovered step is worth knowing, not a traceback)
+        print(f"warning: {' '.join(str(w.message).split())}", file=err)
     times = np.asarray(traj.times)
     tip_all = np.asarray(traj.tip)
     wall = time.perf_counter() - t0
@@ -378,14 +389,27 @@ def main(argv=None) -> int:
     except CLIError as e:
         print(f"error: {e}", file=err)
         return 2
-    except Exception as e:  # user-facing errors from the library
+    except KeyboardInterrupt:
+        print("error: interrupted", file=err)
+        return 130
+    except Exception as e:
         from .simulate import ConvergenceError
 
-        if isinstance(e, (ValueError, ConvergenceError, OSError)):
-            msg = " ".join(str(e).split()) or type(e).__name__
+        msg = " ".join(str(e).split()) or type(e).__name__
+        if isinstance(e, (ValueError, ConvergenceError, OSError, EOFError)):
+            # user-facing errors from the library (bad values, unreadable or malformed files)
             print(f"error: {msg}", file=err)
             return 2
-        raise
+        if isinstance(e, MemoryError):
+            # e.g. a data file whose header claims a gigantic array
+            print(f"error: out of memory ({msg}); is the input file what it claims to be?", file=err)
+            return 2
+        if os.environ.get("JAXROD_TRACEBACK"):
+            raise
+        # anything else is a bug of ours: still one line, the traceback on request
+        print(f"error: internal error {type(e).__name__}: {msg} (set JAXROD_TRACEBACK=1 for the traceback)",
+              file=err)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

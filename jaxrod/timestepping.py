@@ -298,17 +298,31 @@ class NewmarkBeta(AbstractScheme):
 
     Default: average acceleration (``beta = 1/4``, ``gamma = 1/2``), unconditionally stable and
     energy conserving for linear systems.
+
+    ``start`` chooses the initial acceleration ``a_0``:
+
+    * ``"consistent"`` (default): solve the equation of motion ``r(q0, v0, a0, t0) = 0`` for ``a0``.
+    * ``"rest"``: ``a0 = 0``. For very stiff, viscous rods released far from equilibrium (the PCS
+      CFRP scene) the consistent ``a0`` is a physical spike lasting ~``m/c`` (nanoseconds):
+      carried into a millisecond step it puts ``dt a0 / 2`` into the velocity and Newton diverges;
+      starting from ``a0 = 0`` lets the first step find the smooth acceleration itself.
     """
 
     beta: float = 0.25
     gamma: float = 0.5
-    needs_acceleration = True
+    start: str = eqx.field(static=True, default="consistent")
 
     def __check_init__(self):
         if not (0.0 < float(self.beta) <= 0.5):
             raise ValueError(f"NewmarkBeta.beta must be in (0, 0.5], got {self.beta}")
         if not (0.0 <= float(self.gamma) <= 1.0):
             raise ValueError(f"NewmarkBeta.gamma must be in [0, 1], got {self.gamma}")
+        if self.start not in ("consistent", "rest"):
+            raise ValueError(f"NewmarkBeta.start must be 'consistent' or 'rest', got {self.start!r}")
+
+    @property
+    def needs_acceleration(self):
+        return self.start == "consistent"
 
     def init(self, q0, v0, a0, dt):
         return (q0, v0, a0)

@@ -12,6 +12,8 @@ So one Newton machinery serves every scheme, and a new scheme is a small Module.
 
 * :class:`BackwardEuler`   first order, strongly damping (L-stable).
 * :class:`ImplicitMidpoint` second order, symplectic, no numerical damping.
+* :class:`AverageVectorField` second order, energy conserving also for nonlinear rods (the
+  midpoint's kinematics with the forces averaged over the step).
 * :class:`BDFAlpha`        Till et al.'s BDF-alpha family ``x'_n = c0 x_n + c1 x_{n-1} + c2 x_{n-2} + d1 x'_{n-1}``;
   ``alpha = 0`` is BDF2, ``alpha = -0.5`` the trapezoid rule (see :func:`BDF2`, :func:`Trapezoid`).
 * :class:`NewmarkBeta`     Newmark's family (average acceleration by default: beta 1/4, gamma 1/2).
@@ -61,6 +63,12 @@ class AbstractScheme(eqx.Module):
     def current(self, hist):
         """``(q_n, v_n)`` stored in the history."""
         return hist[0], hist[1]
+
+    def residual(self, model, q_next, hist, t, dt, aux):
+        """The step's residual for ``q_{n+1}`` (step from ``t`` [s]): ``model.residual`` at the
+        stage point. Schemes that average the residual over several points override this."""
+        qs, vs, acc, c = self.stage(q_next, hist, dt)
+        return model.residual(qs, vs, acc, t + c * dt, aux)
 
 
 class BackwardEuler(AbstractScheme):
@@ -116,6 +124,64 @@ class ImplicitMidpoint(AbstractScheme):
     def predict(self, hist, dt):
         q, v, a = hist
         return q + dt * v + 0.5 * dt * dt * a
+
+
+class AverageVectorField(AbstractScheme):
+    """Energy-conserving midpoint: the average vector field (discrete-gradient) method.
+
+    The same kinematics as :class:`ImplicitMidpoint` (``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``,
+    velocity ``(v_n + v_{n+1})/2``, acceleration ``(v_{n+1} - v_n)/dt``), but the residual is
+    averaged over the straight segment from ``q_n`` to ``q_{n+1}`` instead of taken at its midpoint:
+    ``M (v_{n+1} - v_n)/dt = int_0^1 F(q_n + s (q_{n+1} - q_n)) ds``, the integral by
+    ``n_points``-point Gauss-Legendre quadrature. For a conservative force ``F = -grad E`` the
+    integral is exactly ``-(E(q_{n+1}) - E(q_n)) / |q_{n+1} - q_n|^2 (q_{n+1} - q_n)`` along the
+    step, so ``K + E`` is conserved to the quadrature error (zero for polynomial energies of degree
+    up to ``2 n_points``), whatever the step size; viscous forces then only dissipate.
+
+    Why not the plain midpoint rule on rods: it is symplectic, but in geometrically nonlinear
+    elastodynamics with stiff modes (axial stretching of a bending rod, ``omega dt >> 1``) it is not
+    stable: energy flows into the unresolved stiff modes and the run blows up (Simo & Tarnow 1992,
+    Gonzalez & Simo 1996). Measured on an 11-node DER cantilever at ``dt = T/20``: midpoint energy
+    +14 % after 10 bending periods, x34 after 15; this scheme keeps it within 1e-6 for 60 periods
+    (``tests/test_long_run_energy.py``). Second order, time-reversible; costs ``n_points`` residual
+    evaluations per Newton residual.
+
+    Attributes:
+        n_points: Gauss-Legendre points on the segment (static; 2 is exact for quartic energies).
+    """
+
+    n_points: int = eqx.field(static=True, default=2)
+
+    def __check_init__(self):
+        if isinstance(self.n_points, bool) or not isinstance(self.n_points, (int, np.integer)) or self.n_points < 1:
+            raise ValueError(f"AverageVectorField.n_points must be an integer >= 1, got {self.n_points!r}")
+
+    def init(self, q0, v0, a0, dt):
+        return (q0, v0, a0)
+
+    def stage(self, q_next, hist, dt):
+        q, v, _ = hist
+        v1 = 2.0 * (q_next - q) / dt - v
+        return 0.5 * (q + q_next), 0.5 * (v + v1), (v1 - v) / dt, 0.5
+
+    def advance(self, q_next, hist, dt):
+        q, v, _ = hist
+        v1 = 2.0 * (q_next - q) / dt - v
+        return (q_next, v1, (v1 - v) / dt)
+
+    def predict(self, hist, dt):
+        q, v, a = hist
+        return q + dt * v + 0.5 * dt * dt * a
+
+    def residual(self, model, q_next, hist, t, dt, aux):
+        q = hist[0]
+        _, vs, acc, _ = self.stage(q_next, hist, dt)
+        x, w = np.polynomial.legendre.leggauss(self.n_points)
+        r = 0.0
+        # few fixed points (not a loop over nodes or steps): each is one residual evaluation
+        for s, wk in zip(0.5 * (x + 1.0), 0.5 * w):
+            r = r + wk * model.residual(q + s * (q_next - q), vs, acc, t + s * dt, aux)
+        return r
 
 
 class BDFAlpha(AbstractScheme):
@@ -331,6 +397,7 @@ class NewmarkBeta(AbstractScheme):
 SCHEMES = {
     "backward_euler": BackwardEuler,
     "implicit_midpoint": ImplicitMidpoint,
+    "average_vector_field": AverageVectorField,
     "bdf2": BDF2,
     "trapezoid": Trapezoid,
     "newmark": NewmarkBeta,

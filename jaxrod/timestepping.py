@@ -18,6 +18,13 @@ So one Newton machinery serves every scheme, and a new scheme is a small Module.
   ``alpha = 0`` is BDF2, ``alpha = -0.5`` the trapezoid rule (see :func:`BDF2`, :func:`Trapezoid`).
 * :class:`NewmarkBeta`     Newmark's family (average acceleration by default: beta 1/4, gamma 1/2).
 
+Energy on nonlinear rods (``tests/test_long_run_energy.py``; 11-node DER cantilever swinging 10 %
+of its length, ``T`` its first bending period): midpoint, trapezoid and Newmark average acceleration
+conserve energy exactly only for linear systems; at ``dt = T/20`` they pump it into the unresolved
+axial modes (after 10 periods: x1.14, x5.4, x2150; Newton fails from step 322, 233, 184), at
+``dt = T/40`` they stay within 0.3 %, 0.04 %, 0.04 % for 60 periods. :class:`AverageVectorField`
+stays within 1.1e-5 at ``T/20`` for 60 periods, at twice the cost per step.
+
 First-order *implicit difference formulas* (Till et al. eq. 5) for models that discretise time
 derivatives of individual fields rather than a second-order system in ``q`` (the Cosserat shooting
 model differentiates velocities and strains on its arc-length grid):
@@ -247,7 +254,11 @@ def BDF2() -> BDFAlpha:
 
 
 def Trapezoid() -> BDFAlpha:
-    """Trapezoid rule (``BDFAlpha(-0.5)``): energy preserving for linear systems."""
+    """Trapezoid rule (``BDFAlpha(-0.5)``): energy preserving for linear systems only.
+
+    Like implicit midpoint it pumps energy into unresolved stiff modes of nonlinear rods (11-node
+    DER cantilever at 10 % amplitude, ``dt = T/20``: x5.4 after 10 bending periods, first Newton
+    failure at step 233; within 0.04 % over 60 periods at ``T/40``)."""
     return BDFAlpha(-0.5)
 
 

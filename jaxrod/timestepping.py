@@ -23,7 +23,7 @@ of its length, ``T`` its first bending period): midpoint, trapezoid and Newmark 
 conserve energy exactly only for linear systems; at ``dt = T/20`` they pump it into the unresolved
 axial modes (after 10 periods: x1.14, x5.4, x2150; Newton fails from step 322, 233, 184), at
 ``dt = T/40`` they stay within 0.3 %, 0.04 %, 0.04 % for 60 periods. :class:`AverageVectorField`
-stays within 1.1e-5 at ``T/20`` for 60 periods, at twice the cost per step.
+stays within 1.1e-5 at ``T/20`` for 60 periods, at about the cost of midpoint.
 
 First-order *implicit difference formulas* (Till et al. eq. 5) for models that discretise time
 derivatives of individual fields rather than a second-order system in ``q`` (the Cosserat shooting
@@ -157,10 +157,13 @@ class AverageVectorField(AbstractScheme):
     Gonzalez & Simo 1996). Measured on an 11-node DER cantilever swinging 10 % of its length at
     ``dt = T/20`` (``T`` the first bending period; ``tests/test_long_run_energy.py``): midpoint
     energy +14 % after 10 periods, x34 after 15 (every step converged), trapezoid and Newmark
-    average acceleration blow up earlier; this scheme stays within 1.1e-5 for 60 periods (the
-    Newton tolerance, 1e-9, dominates the error). On linear problems it *is* implicit midpoint
+    average acceleration blow up earlier; this scheme stays within 1.1e-5 for 60 periods with the
+    default Newton tolerance 1e-9 (3.3e-6 at 1e-12), and within 6.4e-6 when the rod also whirls
+    and twists, so that the reference frames are transported every step. On linear problems it *is* implicit midpoint
     (the force is affine, its segment average is its midpoint value). Second order,
-    time-reversible; each residual costs ``n_points`` model residual evaluations.
+    time-reversible. The ``n_points`` residuals are one batched (``vmap``) evaluation: on the
+    11-node rod it compiled and ran as fast as midpoint (2400 steps: 37 s vs 34 s CPU with
+    compilation, 4.5 s vs 4.4 s without; a Python loop over the points took 61 s and 8.8 s).
 
     Attributes:
         n_points: Gauss-Legendre points on the segment (static; 2 is exact for quartic energies).
@@ -193,11 +196,11 @@ class AverageVectorField(AbstractScheme):
         q = hist[0]
         _, vs, acc, _ = self.stage(q_next, hist, dt)
         x, w = np.polynomial.legendre.leggauss(self.n_points)
-        r = 0.0
-        # few fixed points (not a loop over nodes or steps): each is one residual evaluation
-        for s, wk in zip(0.5 * (x + 1.0), 0.5 * w):
-            r = r + wk * model.residual(q + s * (q_next - q), vs, acc, t + s * dt, aux)
-        return r
+        s = jnp.asarray(0.5 * (x + 1.0), dtype=jnp.result_type(q))
+        dq = q_next - q
+        # one batched residual over the points: compiles like a single evaluation
+        rk = jax.vmap(lambda sk: model.residual(q + sk * dq, vs, acc, t + sk * dt, aux))(s)
+        return jnp.tensordot(jnp.asarray(0.5 * w, dtype=rk.dtype), rk, axes=1)
 
 
 class BDFAlpha(AbstractScheme):

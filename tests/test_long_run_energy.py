@@ -80,6 +80,7 @@ def test_average_vector_field_conserves_energy_60_periods(nonlinear_rod, motion)
     assert drift < 1e-4, drift  # measured 1.1e-5 planar, 6.4e-6 whirling (Newton tolerance 1e-9)
 
 
+@pytest.mark.slow
 def test_implicit_midpoint_blows_up_at_T_over_20(nonlinear_rod):
     # the documented limit of the old default (and the reason it is no longer the default): every
     # step converges, yet the energy is pumped into the unresolved axial modes

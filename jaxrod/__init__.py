@@ -29,6 +29,7 @@ from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
 from .timestepping import (
     BDF2,
+    AverageVectorField,
     BackwardEuler,
     BDFAlpha,
     DifferenceFormula,
@@ -41,6 +42,7 @@ from .timestepping import (
 __all__ = [
     "BDF2",
     "AbstractImplicitModel",
+    "AverageVectorField",
     "BDFAlpha",
     "BackwardEuler",
     "BandedJacobianSolver",

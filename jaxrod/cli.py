@@ -34,7 +34,7 @@ import time
 
 __all__ = ["main"]
 
-SCHEMES = ("backward_euler", "implicit_midpoint", "bdf2", "trapezoid", "newmark", "bdf3", "bdf_alpha")
+SCHEMES = ("backward_euler", "implicit_midpoint", "average_vector_field", "bdf2", "trapezoid", "newmark", "bdf3", "bdf_alpha")
 #: schemes of the shooting (Cosserat) scenes, as first-order difference formulas
 SHOOTING_SCHEMES = ("backward_euler", "bdf2", "bdf3", "trapezoid", "bdf_alpha")
 

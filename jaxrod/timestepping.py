@@ -12,9 +12,18 @@ So one Newton machinery serves every scheme, and a new scheme is a small Module.
 
 * :class:`BackwardEuler`   first order, strongly damping (L-stable).
 * :class:`ImplicitMidpoint` second order, symplectic, no numerical damping.
+* :class:`AverageVectorField` second order, energy conserving also for nonlinear rods (the
+  midpoint's kinematics with the forces averaged over the step).
 * :class:`BDFAlpha`        Till et al.'s BDF-alpha family ``x'_n = c0 x_n + c1 x_{n-1} + c2 x_{n-2} + d1 x'_{n-1}``;
   ``alpha = 0`` is BDF2, ``alpha = -0.5`` the trapezoid rule (see :func:`BDF2`, :func:`Trapezoid`).
 * :class:`NewmarkBeta`     Newmark's family (average acceleration by default: beta 1/4, gamma 1/2).
+
+Energy on nonlinear rods (``tests/test_long_run_energy.py``; 11-node DER cantilever swinging 10 %
+of its length, ``T`` its first bending period): midpoint, trapezoid and Newmark average acceleration
+conserve energy exactly only for linear systems; at ``dt = T/20`` they pump it into the unresolved
+axial modes (after 10 periods: x1.14, x5.4, x2150; Newton fails from step 322, 233, 184), at
+``dt = T/40`` they stay within 0.3 %, 0.04 %, 0.04 % for 60 periods. :class:`AverageVectorField`
+stays within 1.1e-5 at ``T/20`` for 60 periods, at about the cost of midpoint.
 
 First-order *implicit difference formulas* (Till et al. eq. 5) for models that discretise time
 derivatives of individual fields rather than a second-order system in ``q`` (the Cosserat shooting
@@ -62,6 +71,12 @@ class AbstractScheme(eqx.Module):
         """``(q_n, v_n)`` stored in the history."""
         return hist[0], hist[1]
 
+    def residual(self, model, q_next, hist, t, dt, aux):
+        """The step's residual for ``q_{n+1}`` (step from ``t`` [s]): ``model.residual`` at the
+        stage point. Schemes that average the residual over several points override this."""
+        qs, vs, acc, c = self.stage(q_next, hist, dt)
+        return model.residual(qs, vs, acc, t + c * dt, aux)
+
 
 class BackwardEuler(AbstractScheme):
     """Backward (implicit) Euler: ``v_{n+1} = (q_{n+1} - q_n)/dt``, ``a = (v_{n+1} - v_n)/dt``.
@@ -97,6 +112,12 @@ class ImplicitMidpoint(AbstractScheme):
 
     Second order and symplectic: no numerical damping of oscillations (DisMech's validation
     scheme; algebraically identical to its half-step backward Euler plus extrapolation).
+
+    Not stable on geometrically nonlinear rods at large steps: with stiff unresolved (axial) modes
+    energy is pumped into them although every step converges (11-node DER cantilever, 10 %
+    amplitude: +14 % energy after 10 bending periods at ``dt = T/20``, x34 after 15; within 0.3 %
+    over 60 periods at ``T/40``). :class:`AverageVectorField` (the default of
+    :func:`jaxrod.simulate`) conserves energy there.
     The history keeps the last acceleration only for the Newton predictor.
     """
 
@@ -116,6 +137,70 @@ class ImplicitMidpoint(AbstractScheme):
     def predict(self, hist, dt):
         q, v, a = hist
         return q + dt * v + 0.5 * dt * dt * a
+
+
+class AverageVectorField(AbstractScheme):
+    """Energy-conserving midpoint: the average vector field (discrete-gradient) method.
+
+    The same kinematics as :class:`ImplicitMidpoint` (``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``,
+    velocity ``(v_n + v_{n+1})/2``, acceleration ``(v_{n+1} - v_n)/dt``), but the residual is
+    averaged over the straight segment from ``q_n`` to ``q_{n+1}`` instead of taken at its midpoint:
+    ``M (v_{n+1} - v_n)/dt = int_0^1 F(q_n + s (q_{n+1} - q_n)) ds``, the integral by
+    ``n_points``-point Gauss-Legendre quadrature. For a conservative force ``F = -grad E`` the
+    integral is exactly ``-(E(q_{n+1}) - E(q_n)) / |q_{n+1} - q_n|^2 (q_{n+1} - q_n)`` along the
+    step, so ``K + E`` is conserved to the quadrature error (zero for polynomial energies of degree
+    up to ``2 n_points``), whatever the step size; viscous forces then only dissipate.
+
+    Why not the plain midpoint rule on rods: it is symplectic, but in geometrically nonlinear
+    elastodynamics with stiff modes (axial stretching of a bending rod, ``omega dt >> 1``) it is not
+    stable: energy flows into the unresolved stiff modes and the run blows up (Simo & Tarnow 1992,
+    Gonzalez & Simo 1996). Measured on an 11-node DER cantilever swinging 10 % of its length at
+    ``dt = T/20`` (``T`` the first bending period; ``tests/test_long_run_energy.py``): midpoint
+    energy +14 % after 10 periods, x34 after 15 (every step converged), trapezoid and Newmark
+    average acceleration blow up earlier; this scheme stays within 1.1e-5 for 60 periods with the
+    default Newton tolerance 1e-9 (3.3e-6 at 1e-12), and within 6.4e-6 when the rod also whirls
+    and twists, so that the reference frames are transported every step. On linear problems it *is* implicit midpoint
+    (the force is affine, its segment average is its midpoint value). Second order,
+    time-reversible. The ``n_points`` residuals are one batched (``vmap``) evaluation: on the
+    11-node rod it compiled and ran as fast as midpoint (2400 steps: 37 s vs 34 s CPU with
+    compilation, 4.5 s vs 4.4 s without; a Python loop over the points took 61 s and 8.8 s).
+
+    Attributes:
+        n_points: Gauss-Legendre points on the segment (static; 2 is exact for quartic energies).
+    """
+
+    n_points: int = eqx.field(static=True, default=2)
+
+    def __check_init__(self):
+        if isinstance(self.n_points, bool) or not isinstance(self.n_points, (int, np.integer)) or self.n_points < 1:
+            raise ValueError(f"AverageVectorField.n_points must be an integer >= 1, got {self.n_points!r}")
+
+    def init(self, q0, v0, a0, dt):
+        return (q0, v0, a0)
+
+    def stage(self, q_next, hist, dt):
+        q, v, _ = hist
+        v1 = 2.0 * (q_next - q) / dt - v
+        return 0.5 * (q + q_next), 0.5 * (v + v1), (v1 - v) / dt, 0.5
+
+    def advance(self, q_next, hist, dt):
+        q, v, _ = hist
+        v1 = 2.0 * (q_next - q) / dt - v
+        return (q_next, v1, (v1 - v) / dt)
+
+    def predict(self, hist, dt):
+        q, v, a = hist
+        return q + dt * v + 0.5 * dt * dt * a
+
+    def residual(self, model, q_next, hist, t, dt, aux):
+        q = hist[0]
+        _, vs, acc, _ = self.stage(q_next, hist, dt)
+        x, w = np.polynomial.legendre.leggauss(self.n_points)
+        s = jnp.asarray(0.5 * (x + 1.0), dtype=jnp.result_type(q))
+        dq = q_next - q
+        # one batched residual over the points: compiles like a single evaluation
+        rk = jax.vmap(lambda sk: model.residual(q + sk * dq, vs, acc, t + sk * dt, aux))(s)
+        return jnp.tensordot(jnp.asarray(0.5 * w, dtype=rk.dtype), rk, axes=1)
 
 
 class BDFAlpha(AbstractScheme):
@@ -172,7 +257,11 @@ def BDF2() -> BDFAlpha:
 
 
 def Trapezoid() -> BDFAlpha:
-    """Trapezoid rule (``BDFAlpha(-0.5)``): energy preserving for linear systems."""
+    """Trapezoid rule (``BDFAlpha(-0.5)``): energy preserving for linear systems only.
+
+    Like implicit midpoint it pumps energy into unresolved stiff modes of nonlinear rods (11-node
+    DER cantilever at 10 % amplitude, ``dt = T/20``: x5.4 after 10 bending periods, first Newton
+    failure at step 233; within 0.04 % over 60 periods at ``T/40``)."""
     return BDFAlpha(-0.5)
 
 
@@ -345,6 +434,7 @@ class NewmarkBeta(AbstractScheme):
 SCHEMES = {
     "backward_euler": BackwardEuler,
     "implicit_midpoint": ImplicitMidpoint,
+    "average_vector_field": AverageVectorField,
     "bdf2": BDF2,
     "trapezoid": Trapezoid,
     "newmark": NewmarkBeta,

@@ -253,7 +253,8 @@ def fallback_ladder(scheme):
     ``AverageVectorField``/``ImplicitMidpoint``/``NewmarkBeta`` -> backward Euler at ``dt`` -> two
     backward-Euler steps of ``dt/2``; ``BackwardEuler`` -> two steps of ``dt/2``."""
     if isinstance(scheme, BackwardEuler):
-        return ((True, 1), (True, 2))
+        # the first attempt is the scheme itself, with its own predictor (the retries start from q_n)
+        return ((False, 1), (True, 2))
     if isinstance(scheme, (AverageVectorField, ImplicitMidpoint, NewmarkBeta)):
         return ((False, 1), (True, 1), (True, 2))
     return ((False, 1),)

@@ -107,19 +107,10 @@ class BackwardEuler(AbstractScheme):
         return DifferenceFormula.backward_euler()
 
 
-class ImplicitMidpoint(AbstractScheme):
-    """Implicit midpoint rule: forces at ``(q_n + q_{n+1})/2``, ``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``.
-
-    Second order and symplectic: no numerical damping of oscillations (DisMech's validation
-    scheme; algebraically identical to its half-step backward Euler plus extrapolation).
-
-    Not stable on geometrically nonlinear rods at large steps: with stiff unresolved (axial) modes
-    energy is pumped into them although every step converges (11-node DER cantilever, 10 %
-    amplitude: +14 % energy after 10 bending periods at ``dt = T/20``, x34 after 15; within 0.3 %
-    over 60 periods at ``T/40``). :class:`AverageVectorField` (the default of
-    :func:`jaxrod.simulate`) conserves energy there.
-    The history keeps the last acceleration only for the Newton predictor.
-    """
+class _MidpointKinematics(AbstractScheme):
+    """Kinematics shared by :class:`ImplicitMidpoint` and :class:`AverageVectorField`:
+    ``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``, stage velocity ``(v_n + v_{n+1})/2``, acceleration
+    ``(v_{n+1} - v_n)/dt``; the history ``(q, v, a)`` keeps ``a`` only for the Newton predictor."""
 
     def init(self, q0, v0, a0, dt):
         return (q0, v0, a0)
@@ -139,7 +130,23 @@ class ImplicitMidpoint(AbstractScheme):
         return q + dt * v + 0.5 * dt * dt * a
 
 
-class AverageVectorField(AbstractScheme):
+class ImplicitMidpoint(_MidpointKinematics):
+    """Implicit midpoint rule: forces at ``(q_n + q_{n+1})/2``, ``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``.
+
+    Second order and symplectic: no numerical damping of oscillations (DisMech's validation
+    scheme; algebraically identical to its half-step backward Euler plus extrapolation).
+
+    Not stable on geometrically nonlinear rods at large steps: with stiff unresolved (axial) modes
+    energy is pumped into them although every step converges (11-node DER cantilever, 10 %
+    amplitude: +14 % energy after 10 bending periods at ``dt = T/20``, x34 after 15; within 0.3 %
+    over 60 periods at ``T/40``). :class:`AverageVectorField` (the default of
+    :func:`jaxrod.simulate`) conserves energy there.
+    The history keeps the last acceleration only for the Newton predictor.
+    """
+
+
+
+class AverageVectorField(_MidpointKinematics):
     """Energy-conserving midpoint: the average vector field (discrete-gradient) method.
 
     The same kinematics as :class:`ImplicitMidpoint` (``q_{n+1} = q_n + dt (v_n + v_{n+1})/2``,
@@ -174,23 +181,6 @@ class AverageVectorField(AbstractScheme):
     def __check_init__(self):
         if isinstance(self.n_points, bool) or not isinstance(self.n_points, (int, np.integer)) or self.n_points < 1:
             raise ValueError(f"AverageVectorField.n_points must be an integer >= 1, got {self.n_points!r}")
-
-    def init(self, q0, v0, a0, dt):
-        return (q0, v0, a0)
-
-    def stage(self, q_next, hist, dt):
-        q, v, _ = hist
-        v1 = 2.0 * (q_next - q) / dt - v
-        return 0.5 * (q + q_next), 0.5 * (v + v1), (v1 - v) / dt, 0.5
-
-    def advance(self, q_next, hist, dt):
-        q, v, _ = hist
-        v1 = 2.0 * (q_next - q) / dt - v
-        return (q_next, v1, (v1 - v) / dt)
-
-    def predict(self, hist, dt):
-        q, v, a = hist
-        return q + dt * v + 0.5 * dt * dt * a
 
     def residual(self, model, q_next, hist, t, dt, aux):
         q = hist[0]

@@ -239,7 +239,7 @@ def test_network_degenerate_state_and_nan_load_factor_are_refused():
 def test_obscure_errors_become_clear(der_model, tmp_path):
     # a scheme given by name is accepted (the CLI's names); other things are refused by name
     assert isinstance(resolve_scheme("backward_euler"), jaxrod.BackwardEuler)
-    with pytest.raises(ValueError, match=r"unknown time scheme 'backwards_euler'; choose one of \['backward_euler'"):
+    with pytest.raises(ValueError, match=r"unknown time scheme 'backwards_euler'; choose one of \[.*'backward_euler'"):
         jaxrod.simulate(der_model, dt=0.1, n_steps=2, scheme="backwards_euler")
     with pytest.raises(TypeError, match=r"scheme must be a scheme instance, e\.g\. BackwardEuler\(\), got the class"):
         jaxrod.simulate(der_model, dt=0.1, n_steps=2, scheme=jaxrod.BackwardEuler)

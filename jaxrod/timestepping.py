@@ -182,15 +182,25 @@ class AverageVectorField(_MidpointKinematics):
         if isinstance(self.n_points, bool) or not isinstance(self.n_points, (int, np.integer)) or self.n_points < 1:
             raise ValueError(f"AverageVectorField.n_points must be an integer >= 1, got {self.n_points!r}")
 
-    def residual(self, model, q_next, hist, t, dt, aux):
-        q = hist[0]
-        _, vs, acc, _ = self.stage(q_next, hist, dt)
+    def points(self):
+        """Gauss-Legendre nodes on ``[0, 1]`` (fractions of the step) and their weights (sum 1)."""
         x, w = np.polynomial.legendre.leggauss(self.n_points)
-        s = jnp.asarray(0.5 * (x + 1.0), dtype=jnp.result_type(q))
+        return 0.5 * (x + 1.0), 0.5 * w
+
+    def residual(self, model, q_next, hist, t, dt, aux):
+        _, vs, acc, _ = self.stage(q_next, hist, dt)
+        return self.averaged_residual(model, hist[0], q_next, vs, acc, t, dt, aux, self.points()[0])
+
+    def averaged_residual(self, model, q, q_next, vs, acc, t, dt, aux, s):
+        """``sum_k w_k model.residual(q + s_k (q_next - q), vs, acc, t + s_k dt)``: with every
+        ``s_k = 1`` (and backward Euler's ``vs``, ``acc``) this is backward Euler's residual, which
+        is how the fallback shares this one traced evaluation."""
+        w = jnp.asarray(self.points()[1], dtype=jnp.result_type(q))
+        s = jnp.asarray(s, dtype=jnp.result_type(q))
         dq = q_next - q
         # one batched residual over the points: compiles like a single evaluation
         rk = jax.vmap(lambda sk: model.residual(q + sk * dq, vs, acc, t + sk * dt, aux))(s)
-        return jnp.tensordot(jnp.asarray(0.5 * w, dtype=rk.dtype), rk, axes=1)
+        return jnp.tensordot(w, rk, axes=1)
 
 
 class BDFAlpha(AbstractScheme):

@@ -4,40 +4,90 @@ Importing jaxrod turns on float64 (``jax_enable_x64``): rod problems mix stiffne
 by seven orders of magnitude, and float32 Newton solves stall long before they converge.
 """
 
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
+# (configuration defaults applied at import go here, right after float64)
 
 __version__ = "0.1.0"
 
-from . import geometry, scenes
-from .models.base import AbstractImplicitModel, State
-from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
-from .models.der import ClampMotion, DERModel, DERRod, SampledMotion, first_mode_velocity
-from .simulate import (
-    ConvergenceError,
-    FallbackWarning,
-    convergence_errors,
-    SolverStats,
-    Trajectory,
-    implicit_step,
-    simulate,
-    simulate_adaptive,
-    solve_static,
-)
-from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
-from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
-from .timestepping import (
-    BDF2,
-    AverageVectorField,
-    BackwardEuler,
-    BDFAlpha,
-    DifferenceFormula,
-    ImplicitMidpoint,
-    NewmarkBeta,
-    Trapezoid,
-    scheme_from_name,
-)
+
+# public name -> module that defines it; imported on first use (PEP 562 ``__getattr__``) so that
+# ``import jaxrod`` costs about ``import jax`` and the command line answers ``--help`` at once
+_LAZY = {
+    "AbstractImplicitModel": ".models.base",
+    "State": ".models.base",
+    "CosseratModel": ".models.cosserat",
+    "CosseratRod": ".models.cosserat",
+    "CosseratState": ".models.cosserat",
+    "PointLoad": ".models.cosserat",
+    "ClampMotion": ".models.der",
+    "DERModel": ".models.der",
+    "DERRod": ".models.der",
+    "SampledMotion": ".models.der",
+    "first_mode_velocity": ".models.der",
+    "ConvergenceError": ".simulate",
+    "FallbackWarning": ".simulate",
+    "convergence_errors": ".simulate",
+    "SolverStats": ".simulate",
+    "Trajectory": ".simulate",
+    "implicit_step": ".simulate",
+    "simulate": ".simulate",
+    "simulate_adaptive": ".simulate",
+    "solve_static": ".simulate",
+    "BandedJacobianSolver": ".solvers.jacobian",
+    "DenseJacobianSolver": ".solvers.jacobian",
+    "NewtonResult": ".solvers.newton",
+    "NewtonSolver": ".solvers.newton",
+    "newton_solve": ".solvers.newton",
+    "BDF2": ".timestepping",
+    "AverageVectorField": ".timestepping",
+    "BackwardEuler": ".timestepping",
+    "BDFAlpha": ".timestepping",
+    "DifferenceFormula": ".timestepping",
+    "ImplicitMidpoint": ".timestepping",
+    "NewmarkBeta": ".timestepping",
+    "Trapezoid": ".timestepping",
+    "scheme_from_name": ".timestepping",
+}
+#: public submodules, imported on first use (``jaxrod.scenes``, ``jaxrod.geometry``); any other
+#: submodule (``jaxrod.plot``, ``jaxrod.calibrate``...) is imported explicitly as usual
+_SUBMODULES = ("geometry", "scenes")
+
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from . import geometry, scenes
+    from .models.base import AbstractImplicitModel, State
+    from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
+    from .models.der import ClampMotion, DERModel, DERRod, SampledMotion, first_mode_velocity
+    from .simulate import (
+        ConvergenceError,
+        FallbackWarning,
+        SolverStats,
+        Trajectory,
+        convergence_errors,
+        implicit_step,
+        simulate,
+        simulate_adaptive,
+        solve_static,
+    )
+    from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
+    from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
+    from .timestepping import (
+        BDF2,
+        AverageVectorField,
+        BackwardEuler,
+        BDFAlpha,
+        DifferenceFormula,
+        ImplicitMidpoint,
+        NewmarkBeta,
+        Trapezoid,
+        scheme_from_name,
+    )
 
 __all__ = [
     "BDF2",
@@ -77,3 +127,34 @@ __all__ = [
     "simulate_adaptive",
     "solve_static",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """``jaxrod`` itself: keeps ``jaxrod.simulate`` the function.
+
+    Importing the submodule ``jaxrod.simulate`` (``from jaxrod.simulate import ...``, done inside
+    the package too) binds the module to the package attribute of the same name, which would hide
+    the public function; eager imports used to rebind it right away, this does the same lazily."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == f".{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -105,7 +105,8 @@ def _build_parser():
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
 
-    from .cases import soft_limb, weight_release
+    # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
+    from .cases.cli_args import SOFT_LIMB_DESCRIPTION, add_soft_limb_arguments, add_weight_release_arguments
 
     c = sub.add_parser(
         "calibrate",
@@ -119,10 +120,10 @@ def _build_parser():
     wr = cases.add_parser("weight-release", help="EI, density and drag of the Till et al. steel rod",
                           description="Till et al. (2019) weight-release calibration: fit EI, density and the drag "
                           "coefficient C of a steel cantilever from its tip trajectory (synthetic unless --data).")
-    weight_release.add_arguments(wr)
+    add_weight_release_arguments(wr)
     sl = cases.add_parser("soft-limb", help="real2sim of the DisMech soft limb (measured data)",
-                          description=soft_limb.DESCRIPTION)
-    soft_limb.add_arguments(sl)
+                          description=SOFT_LIMB_DESCRIPTION)
+    add_soft_limb_arguments(sl)
     return p
 
 
@@ -135,11 +136,17 @@ def _size_parameter(scene_name: str) -> str:
     return "n_helix" if scene_name.startswith("helix") else "n_nodes"
 
 
-def _make_scene(args):
-    from . import scenes
+def _scene_info(name):
+    """The registry entry of scene ``name`` (builds and imports nothing); CLIError if unknown."""
+    from .scenes.registry import REGISTRY
 
-    if args.scene not in scenes.SCENES:
-        raise CLIError(f"unknown scene {args.scene!r}; available: {', '.join(scenes.SCENES)}")
+    if name not in REGISTRY:
+        raise CLIError(f"unknown scene {name!r}; available: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def _make_scene(args):
+    info = _scene_info(args.scene)
     overrides = {}
     if args.n_nodes is not None:
         overrides[_size_parameter(args.scene)] = args.n_nodes
@@ -159,7 +166,7 @@ def _make_scene(args):
         if args.integrator is not None:
             overrides["integrator"] = args.integrator
         overrides["kirchhoff"] = bool(args.kirchhoff)
-    return scenes.get_scene(args.scene, **overrides)
+    return info.build(**overrides)
 
 
 def _scheme(args, shooting):
@@ -212,13 +219,12 @@ def _fmt_vec(v):
 
 
 def _cmd_scenes(out):
-    from . import scenes
+    # from the registry: listing builds no scene (building them all took minutes)
+    from .scenes.registry import REGISTRY
 
-    width = max(len(n) for n in scenes.SCENES)
-    for name in scenes.SCENES:
-        sc = scenes.get_scene(name)
-        kind = "static" if sc.static else f"dt = {sc.dt:g} s, T = {sc.duration:g} s"
-        print(f"{name:<{width}}  {sc.description}  [{kind}]", file=out)
+    width = max(len(n) for n in REGISTRY)
+    for name, info in REGISTRY.items():
+        print(f"{name:<{width}}  {info.description}  [{info.settings()}]", file=out)
     return 0
 
 
@@ -383,6 +389,8 @@ def main(argv=None) -> int:
             return int(e.code or 0)
         if args.command == "scenes":
             return _cmd_scenes(out)
+        if args.command == "simulate":
+            _scene_info(args.scene)  # a misspelt name is reported before the simulator is imported
         if args.command == "calibrate":
             return _cmd_calibrate(args, out)
         return _cmd_simulate(args, out, err)
@@ -393,10 +401,11 @@ def main(argv=None) -> int:
         print("error: interrupted", file=err)
         return 130
     except Exception as e:
-        from .simulate import ConvergenceError
-
+        # a ConvergenceError can only come from an imported jaxrod.simulate: do not import it here
+        sim = sys.modules.get("jaxrod.simulate")
+        user_errors = (ValueError, OSError, EOFError) + ((sim.ConvergenceError,) if sim is not None else ())
         msg = " ".join(str(e).split()) or type(e).__name__
-        if isinstance(e, (ValueError, ConvergenceError, OSError, EOFError)):
+        if isinstance(e, user_errors):
             # user-facing errors from the library (bad values, unreadable or malformed files)
             print(f"error: {msg}", file=err)
             return 2

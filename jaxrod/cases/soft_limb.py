@@ -76,6 +76,11 @@ import jaxrod
 
 from ..calibrate.evaluate import Split, evaluate, point_errors, split_markers
 
+# the command-line options import nothing heavy (the CLI parser uses them)
+from .cli_args import DATA_ENV, DATA_RELPATH
+from .cli_args import SOFT_LIMB_DESCRIPTION as DESCRIPTION  # noqa: F401  (re-exported)
+from .cli_args import add_soft_limb_arguments as add_arguments  # noqa: F401  (re-exported)
+
 __all__ = [
     "DEFAULT_DATA_PATH",
     "find_data_path",
@@ -103,10 +108,6 @@ __all__ = [
     "write_results_csv",
 ]
 
-#: Environment variable that may name the measured CSV (checked first by :func:`find_data_path`).
-DATA_ENV = "JAXROD_SOFT_LIMB_DATA"
-#: Where the data sits below a ``shared/`` folder next to (or above) the repository or the cwd.
-DATA_RELPATH = Path("shared") / "data" / "dismech-soft-limb" / "soft_limb_data.csv"
 DATA_SOURCE = (
     "soft_limb_data.csv is published with DisMech: github.com/StructuresComp/dismech-rods, "
     "cpp_examples/real2sim_case/, GPL-3.0, not distributed with jaxrod"
@@ -1630,88 +1631,7 @@ def plot_real2sim(result: dict, path=None, n_shapes=6, dpi=110):
     return fig
 
 
-# ---- command line (calibration/real2sim_soft_limb.py and `jaxrod calibrate soft-limb`) ----
-DESCRIPTION = (
-    "Real2sim of the DisMech two-limb soft robot: per-frame limb natural curvatures from measured "
-    "AprilTags (exact gradients + L-BFGS), scored with the tip tag held out of the loss beside the "
-    "in-sample residuals of an all-tags fit; DisMech's finite-difference scheme on request (--baseline)."
-)
-
-
-def add_arguments(p):
-    """Add the soft-limb options to an ``argparse`` parser (used by the script and ``jaxrod calibrate``)."""
-    p.add_argument(
-        "--data",
-        default=None,
-        help=f"path of soft_limb_data.csv (default: ${DATA_ENV}, else {DATA_RELPATH} next to the "
-        "repository or the current directory; the GPL-3.0 data is not distributed with jaxrod)",
-    )
-    p.add_argument(
-        "--frames",
-        default=None,
-        help="subset of the valid frames: N (the first N), a:b[:c] (a slice) or i,j,k (positions); default all",
-    )
-    p.add_argument(
-        "--out",
-        default=None,
-        help="directory for real2sim_soft_limb.png, _frames.csv and _summary.json",
-    )
-    p.add_argument(
-        "--hold-out",
-        default="109",
-        help="tag ids held out of the loss and scored as predictions, comma separated, or 'none' "
-        "(default: %(default)s, the tip)",
-    )
-    p.add_argument(
-        "--no-in-sample",
-        action="store_true",
-        help="skip the all-tags fit (whose tip error is an in-sample residual)",
-    )
-    p.add_argument(
-        "--baseline",
-        choices=("dynamic", "static", "both"),
-        default=None,
-        help="also run DisMech's finite-difference scheme (slow: ~7 min for all frames with 'dynamic'): "
-        "its simulation F is DisMech's damped dynamic run (3 s, backward Euler) from the straight rod, "
-        "the same warm-started static solve as our fit, or both (default: not run)",
-    )
-    p.add_argument(
-        "--nodes",
-        type=int,
-        default=49,
-        help="DER nodes, odd (DisMech: 2 x 25 - 1 = 49)",
-    )
-    p.add_argument(
-        "--spacing",
-        choices=("measured", "uniform"),
-        default="measured",
-        help="tag arc lengths",
-    )
-    p.add_argument(
-        "--base-angle",
-        default=None,
-        help="base direction [deg] from image +x towards image up, or 'chord' (mean first tag chord); "
-        "default: fitted once",
-    )
-    p.add_argument(
-        "--camera-roll",
-        action="store_true",
-        help="also fit a global camera roll (gravity vs image down)",
-    )
-    p.add_argument(
-        "--base-frames",
-        type=int,
-        default=12,
-        help="frames used to fit the base angle once",
-    )
-    p.add_argument(
-        "--baseline-max-iter",
-        type=int,
-        default=500,
-        help="cap of baseline iterations per frame",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return p
+# ---- command line (options: jaxrod.cases.cli_args) ----
 
 
 def run_from_args(args):

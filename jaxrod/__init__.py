@@ -4,9 +4,9 @@ Importing jaxrod turns on float64 (``jax_enable_x64``): rod problems mix stiffne
 by seven orders of magnitude, and float32 Newton solves stall long before they converge.
 """
 
-import importlib
-import sys
-import types
+import importlib as _importlib
+import sys as _sys
+import types as _types
 from typing import TYPE_CHECKING
 
 import jax
@@ -131,9 +131,9 @@ __all__ = [
 
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = _importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later lookups skip this function
@@ -144,7 +144,7 @@ def __dir__():
     return sorted({*globals(), *__all__})
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """``jaxrod`` itself: keeps ``jaxrod.simulate`` the function.
 
     Importing the submodule ``jaxrod.simulate`` (``from jaxrod.simulate import ...``, done inside
@@ -152,9 +152,9 @@ class _Package(types.ModuleType):
     the public function; eager imports used to rebind it right away, this does the same lazily."""
 
     def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == f".{name}":
+        if isinstance(value, _types.ModuleType) and _LAZY.get(name) == f".{name}":
             value = getattr(value, name)
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package

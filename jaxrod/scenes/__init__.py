@@ -22,7 +22,7 @@ is imported when the scene is built or when one of its names below is first used
 
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
 from typing import TYPE_CHECKING
 
 from .registry import REGISTRY, SCENES, SceneInfo, get_scene, scene_info
@@ -81,9 +81,9 @@ if TYPE_CHECKING:  # static analysers see the eager imports
 
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = _importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later lookups skip this function

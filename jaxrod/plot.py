@@ -418,7 +418,7 @@ def _setup_3d(ax, lo, hi, title="3-D view"):
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     ax.set_zlim(lo[2], hi[2])
-    ax.set_box_aspect((1, 1, 1), zoom=0.78)
+    ax.set_box_aspect((1, 1, 1), zoom=0.75)
     ax.set_xlabel("x [m]", fontsize=8)
     ax.set_ylabel("y [m]", fontsize=8)
     ax.set_zlabel("z [m]", fontsize=8)
@@ -446,6 +446,11 @@ def _check_traj(traj):
     return times, pos
 
 
+def _legend_outside(ax, fontsize):
+    """The legend right of the axes: a time series (an oscillation) leaves no free corner."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.3, handlelength=1.5)
+
+
 def _network_panels(fig, cell, times, pos, chains, floors):
     """Centroid displacement and lowest-node height [mm] vs time [s] of a network (two stacked
     axes in the gridspec ``cell``)."""
@@ -462,7 +467,7 @@ def _network_panels(fig, cell, times, pos, chains, floors):
     ax_c.set_ylabel("centroid\ndisplacement [mm]", fontsize=9)
     ax_c.set_title(f"network: node centroid from t = {times[0]:.3g} s, lowest node", fontsize=10)
     ax_c.grid(True, alpha=0.3)
-    ax_c.legend(fontsize=7, ncols=3)
+    _legend_outside(ax_c, fontsize=7)
     ax_c.tick_params(labelbottom=False)
     ax_h = fig.add_subplot(sub[1], sharex=ax_c)
     if floors:
@@ -474,7 +479,7 @@ def _network_panels(fig, cell, times, pos, chains, floors):
         ax_h.axhline(0.0, color="0.4", lw=1.0, ls="--")
         ax_h.set_ylabel("lowest node\nabove floor [mm]", fontsize=9)
         if len(floors) > 1:
-            ax_h.legend(fontsize=7)
+            _legend_outside(ax_h, fontsize=7)
     else:
         ax_h.plot(times, np.min(p[..., 2], axis=1) * 1e3, color="k", lw=1.5)
         ax_h.set_ylabel("lowest node\nz [mm]", fontsize=9)
@@ -535,7 +540,7 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110
         ax_t.set_ylabel("tip displacement [mm]")
         ax_t.set_title(f"tip displacement from t = {times[0]:.3g} s", fontsize=10)
         ax_t.grid(True, alpha=0.3)
-        ax_t.legend(fontsize=8)
+        _legend_outside(ax_t, fontsize=8)
 
     # the frame furthest from the start: a vibration's last frame may be near its first
     reach = np.nanmax(np.linalg.norm(draw - draw[:1], axis=-1), axis=-1) if draw.shape[1] else np.zeros(len(times))

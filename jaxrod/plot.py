@@ -51,6 +51,7 @@ from numbers import Real
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["animate_trajectory", "displacement_scale", "node_chains", "plot_static", "plot_trajectory"]
 
@@ -390,9 +391,10 @@ def _shape_xz(ax, curves, labels, styles, title=None, floors=()):
         # fixed limits: the curves and the floor under them, equal aspect
         pts = [c[:, [0, 2]] for c in curves] + [f[:, [0, 2]] for f in _floor_feet(np.concatenate(curves), floors)]
         lo, hi = _limits(np.concatenate(pts), margin=0.08)
-        # the equal aspect will widen one of the limits: draw the floor over a box 3x as large
-        # (the axes clip it) so it still reaches the edges
-        c, r = 0.5 * (lo + hi), 1.5 * (hi - lo)
+        # the equal aspect will widen the shorter of the two spans up to the longer one (and more
+        # in a tall or wide panel): draw the floor over a square box 6x the longer span (the axes
+        # clip it) so that its band still reaches the edges of a long, flat rod's view
+        c, r = 0.5 * (lo + hi), 3.0 * float(np.max(hi - lo))
         _draw_floors_2d(ax, floors, (0, 2), c - r, c + r)
         # auto=None: the limits are set but stay adjustable, so the equal aspect can widen them
         ax.set_xlim(lo[0], hi[0], auto=None)
@@ -423,6 +425,9 @@ def _setup_3d(ax, lo, hi, title="3-D view"):
     ax.set_ylabel("y [m]", fontsize=8)
     ax.set_zlabel("z [m]", fontsize=8)
     ax.tick_params(labelsize=6)
+    # a small panel: at most 4 ticks a side, or labels like 0.025 run into each other
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        axis.set_major_locator(MaxNLocator(4))
     ax.set_title(title, fontsize=10)
 
 

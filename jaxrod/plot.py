@@ -425,9 +425,9 @@ def _setup_3d(ax, lo, hi, title="3-D view"):
     ax.set_ylabel("y [m]", fontsize=8)
     ax.set_zlabel("z [m]", fontsize=8)
     ax.tick_params(labelsize=6)
-    # a small panel: at most 4 ticks a side, or labels like 0.025 run into each other
+    # a small panel: at most 4 ticks a side (3 intervals), or labels like 0.025 run into each other
     for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
-        axis.set_major_locator(MaxNLocator(4))
+        axis.set_major_locator(MaxNLocator(3))
     ax.set_title(title, fontsize=10)
 
 
@@ -651,6 +651,21 @@ class _Animation:
             update(artist, i)
         self.ttl.set_text(self.title(i))
 
+    def freeze(self, dpi):
+        """Lay the figure out at ``dpi`` for the longest title (the last frame's), fix that layout
+        and return the rendered background without the moving artists (for blitting)."""
+        self.ttl.set_text(self.title(len(self.times) - 1))
+        self.fig.set_dpi(dpi)
+        for a in self.animated:
+            a.set_animated(True)
+        # twice: the first layout places the labels around each axes' cell, then the equal aspect
+        # shrinks the box inside it; the second pass lays out around the shrunk boxes (one pass
+        # left the x labels of two side-by-side panels partly below the figure's edge)
+        self.fig.canvas.draw()
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")
+        return self.fig.canvas.copy_from_bbox(self.fig.bbox)
+
     def title(self, i):
         """Frame ``i``'s title: the time and, on a second line, the displacement scale."""
         note = _scale_note(self.exaggeration)
@@ -762,19 +777,11 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
     if int(max_frames) < 1 or not fps > 0:
         raise ValueError(f"need max_frames >= 1 and fps > 0, got {max_frames}, {fps}")
     anim = _animation(traj, max_frames, title=title, exaggeration=exaggeration, model=model, edges=edges, view=view)
-    fig, ttl, times = anim.fig, anim.ttl, anim.times
     # Lay the figure out once and freeze it, render everything that does not move once, then per
     # frame restore that background and draw only the moving artists (blitting): redrawing axes,
     # ticks and labels is what a full savefig per frame pays for (~0.1 s a frame).
-    ttl.set_text(anim.title(len(times) - 1))
-    fig.set_dpi(dpi)
-    animated = anim.animated
-    for a in animated:
-        a.set_animated(True)
-    canvas = fig.canvas
-    canvas.draw()
-    fig.set_layout_engine("none")
-    background = canvas.copy_from_bbox(fig.bbox)
+    fig, canvas, animated = anim.fig, anim.fig.canvas, anim.animated
+    background = anim.freeze(dpi)
     frames = []
     for i in anim.idx:
         canvas.restore_region(background)

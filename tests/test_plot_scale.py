@@ -167,6 +167,26 @@ def test_3d_axis_labels_inside_the_figure():
             assert fig.bbox.y0 <= bb.y0 and bb.y1 <= fig.bbox.y1, f"{name} label {bb.extents} outside {fig.bbox.extents}"
 
 
+def _inside(fig, bb):
+    return fig.bbox.x0 <= bb.x0 and bb.x1 <= fig.bbox.x1 and fig.bbox.y0 <= bb.y0 and bb.y1 <= fig.bbox.y1
+
+
+def test_gif_labels_inside_the_frame():
+    """Two equal-aspect panels side by side (motion along y too): every label and the two-line
+    title lie inside the frame as laid out for the GIF."""
+    tr = _rod_traj(0.01)
+    tr.positions[..., 1] = 0.5 * tr.positions[..., 2] + 0.05 * np.sin(np.linspace(0, 6, N))
+    anim = plot._animation(tr, title="helix-b1")
+    assert len(anim.fig.axes) == 2
+    anim.freeze(80)
+    r = anim.fig.canvas.get_renderer()
+    for ax in anim.fig.axes:
+        for label in (ax.xaxis.label, ax.yaxis.label):
+            bb = label.get_window_extent(r)
+            assert _inside(anim.fig, bb), f"{label.get_text()} at {bb.extents}, frame {anim.fig.bbox.extents}"
+    assert anim.ttl.get_text().count("\n") == 1 and _inside(anim.fig, anim.ttl.get_window_extent(r))
+
+
 def test_long_title_is_wrapped_inside_the_figure():
     fig = plot.plot_static(_rod_traj(0.01).positions[10], title="a long scene description, " * 8)
     fig.canvas.draw()

@@ -733,7 +733,9 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
             ax.set_ylabel(f"{names[a1]} [m]")
             ax.grid(True, alpha=0.3)
         if k == 0:
-            ax.legend(fontsize=8, loc="upper right")
+            # under the panels, not in a corner: the moving shape may pass through any corner
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8,
+                       frameon=False)
             ttl_ax = ax
     prefix = f"{title}: " if title else ""
     # one title: over the figure with two panels, over the axes with one

@@ -21,8 +21,9 @@ Displacement scale. A 1 m rod vibrating by 1 cm looks motionless at equal aspect
 ``reference_positions`` of a static shape. ``exaggeration="auto"`` (the default) picks the factor
 by :func:`displacement_scale`'s rule: 1 when the largest displacement already reaches 10 % of the
 body's extent, else the largest round factor (1, 2, 5, 10, 20, 50, ...) that keeps the largest
-drawn displacement within 25 % of it (so it is drawn at 10-25 %). A number > 0 forces a factor
-(1: true scale). Whenever the factor is not 1 it is written on the figure ("displacement x 20":
+drawn displacement within 25 % of it (so it is drawn at 10-25 %); 1 for a model with a floor
+contact (a magnified shape would sink into the floor). A number > 0 forces a factor (1: true
+scale). Whenever the factor is not 1 it is written on the figure ("displacement x 20":
 in the shape panels' titles of a figure, in the title of every GIF frame); the figures carry it
 as ``fig.exaggeration``.
 
@@ -124,11 +125,14 @@ def _round_factor(ratio):
     return next(m * 10.0**k for m in (5, 2, 1) if m * 10.0**k <= ratio * (1 + 1e-12))
 
 
-def _scale_of(exaggeration, reference, shapes):
+def _scale_of(exaggeration, reference, shapes, floors=()):
     """The factor for drawing ``shapes (..., n, 3)`` against ``reference (n, 3)`` (NaN rows, the
     separators between chains, ignored); ``exaggeration`` already checked."""
     if exaggeration != "auto":
         return exaggeration
+    if floors:
+        # the floor is drawn where it is: a magnified shape would sink into it
+        return 1.0
     ref = reference[np.all(np.isfinite(reference), axis=-1)]
     extent = float(np.max(np.ptp(ref, axis=0))) if len(ref) else 0.0
     d = np.linalg.norm(shapes - reference, axis=-1)
@@ -152,7 +156,8 @@ def displacement_scale(shapes, reference, exaggeration="auto", *, model=None, ed
     factor is 1 when ``D >= 0.1 L`` (the motion shows at true scale) or ``D <= 1e-9 L`` (nothing
     moves but round-off), else the largest round factor 1, 2, 5, 10, 20, 50, ... with
     ``factor * D <= 0.25 L``; the drawn displacement is then between 10 % and 25 % of ``L``. A
-    1 m cantilever vibrating by 1 cm gets 20.
+    1 m cantilever vibrating by 1 cm gets 20. A model with a floor contact gets 1: the floor is
+    drawn where it is, and a magnified shape would sink into it.
 
     Args:
         shapes: ``(..., N, 3)`` positions [m]: a trajectory's ``(T, N, 3)`` (all frames count) or
@@ -172,7 +177,7 @@ def displacement_scale(shapes, reference, exaggeration="auto", *, model=None, ed
     if shapes.ndim < 2 or shapes.shape[-1] != 3 or reference.shape != shapes.shape[-2:]:
         raise ValueError(f"need shapes (..., N, 3) and reference (N, 3), got {shapes.shape} and {reference.shape}")
     gathered = _gather(node_chains(model, edges, reference.shape[0]), reference.shape[0])
-    return _scale_of(exaggeration, _polyline(reference, gathered), _polyline(shapes, gathered))
+    return _scale_of(exaggeration, _polyline(reference, gathered), _polyline(shapes, gathered), _floors(model))
 
 
 # ---- connectivity ---------------------------------------------------------------------------
@@ -528,7 +533,7 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110
     chains = node_chains(model, edges, pos.shape[1])
     floors = _floors(model)
     draw = _polyline(pos, _gather(chains, pos.shape[1]))
-    factor = _scale_of(exaggeration, draw[0], draw)
+    factor = _scale_of(exaggeration, draw[0], draw, floors)
 
     fig = _new_figure((13, 4.2))
     fig.exaggeration = factor
@@ -605,7 +610,7 @@ def plot_static(positions, path=None, title=None, *, reference_positions=None, l
                          f"{p.shape} to measure displacements from; got {have}")
     if r is not None:
         r = _polyline(r, _gather(chains, r.shape[0]))
-    factor = _scale_of(exaggeration, r, drawn) if r is not None and r.shape == drawn.shape else 1.0
+    factor = _scale_of(exaggeration, r, drawn, floors) if r is not None and r.shape == drawn.shape else 1.0
     if factor != 1:
         drawn = r + factor * (drawn - r)
     curves, labs, styles = [drawn], [labels[0]], ["C3-o"]
@@ -686,7 +691,7 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
     floors = _floors(model)
     # the drawn rows, NaN between chains (for a single rod exactly pos): computed once, not per frame
     draw = _polyline(pos, _gather(chains, pos.shape[1]))
-    factor = _scale_of(_check_exaggeration(exaggeration), draw[0], draw)
+    factor = _scale_of(_check_exaggeration(exaggeration), draw[0], draw, floors)
     if factor != 1:
         pos = pos[:1] + factor * (pos - pos[:1])
         draw = _polyline(pos, _gather(chains, pos.shape[1]))

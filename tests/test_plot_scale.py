@@ -9,7 +9,8 @@ tests read the texts and line data of the figures' artists.
   when the motion already reaches 10 % of it; a 1 cm motion of a 1 m rod gets 20.
 * The factor is written on the figure and in every GIF frame's title; drawn shapes are
   ``reference + factor * displacement``; the tip-displacement panel stays in true millimetres.
-* Every axis label of the 3-D panels lies inside the figure.
+* A model with a floor stays at true scale unless a factor is asked for.
+* Every axis label of the 3-D panels and of a two-panel GIF frame lies inside the figure.
 """
 
 import argparse
@@ -23,6 +24,7 @@ from matplotlib.text import Text
 
 from jaxrod import plot
 from jaxrod.cli import _exaggeration, main
+from jaxrod.models.der.contact import FloorContact
 
 L, N = 1.0, 21
 
@@ -101,6 +103,16 @@ def test_large_motion_and_explicit_factors():
         final = _xz_axes(fig).lines[1].get_xydata()[:, 1]
         np.testing.assert_allclose(final, given * small.positions[-1, :, 2], rtol=0, atol=1e-12)
     assert not any("displacement x" in s for s in _texts(plot.plot_trajectory(small, exaggeration=1)))
+
+
+def test_floor_scenes_stay_at_true_scale():
+    """A magnified shape would sink into the floor, which is drawn where it is."""
+    tr = _rod_traj(0.01)
+    model = SimpleNamespace(contacts=(FloorContact(offset=-0.05),))
+    assert plot.displacement_scale(tr.positions, tr.positions[0], model=model) == 1.0
+    assert plot.plot_trajectory(tr, model=model).exaggeration == 1.0
+    assert plot._animation(tr, max_frames=2, model=model).exaggeration == 1.0
+    assert plot.plot_trajectory(tr, model=model, exaggeration=10).exaggeration == 10.0  # asked for
 
 
 @pytest.mark.parametrize("bad", ["big", "AUTO", 0, -2.0, float("nan"), float("inf"), True, None])

@@ -742,7 +742,7 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
             fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8,
                        frameon=False)
             ttl_ax = ax
-    prefix = f"{title}: " if title else ""
+    prefix = f"{_wrap(title, fig.get_figwidth(), 12)}: " if title else ""
     # one title: over the figure with two panels, over the axes with one
     ttl = fig.suptitle("") if len(panels) > 1 else ttl_ax.set_title("")
 

@@ -118,7 +118,8 @@ def _build_parser():
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
     s.add_argument("--exaggerate", type=_exaggeration, default="auto", metavar="auto|FACTOR",
                    help="draw shapes in --plot/--animate with displacements multiplied by FACTOR (1: true "
-                        "scale); auto (default): a round factor that makes a small motion visible, stated on the figure")
+                        "scale); auto (default): a round factor that makes a small motion visible, stated on "
+                        "the figure")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
 
     from .cases import soft_limb, weight_release

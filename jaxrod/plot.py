@@ -147,6 +147,11 @@ def _scale_note(factor):
     return "" if factor == 1 else f"displacement x {factor:g}"
 
 
+def _shape_title(text, factor):
+    """A shape panel's title with the scale appended when it is not 1."""
+    return f"{text}, {_scale_note(factor)}" if factor != 1 else text
+
+
 def displacement_scale(shapes, reference, exaggeration="auto", *, model=None, edges=None):
     """The factor the plots multiply displacements by when they draw shapes.
 
@@ -562,11 +567,10 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110
     styles = ["k--", "C3-", "C0-."][: len(frames)]
     if len(frames) == 3:
         labels[2] += " (furthest)"
-    note = _scale_note(factor)
     ax_s = fig.add_subplot(gs[1])
-    _shape_xz(ax_s, curves, labels, styles, "centerline, x-z projection" + (f", {note}" if note else ""), floors)
+    _shape_xz(ax_s, curves, labels, styles, _shape_title("centerline, x-z projection", factor), floors)
     ax_3 = fig.add_subplot(gs[2], projection="3d")
-    _shape_3d(ax_3, curves, styles, floors, title="3-D view" + (f", {note}" if note else ""))
+    _shape_3d(ax_3, curves, styles, floors, title=_shape_title("3-D view", factor))
     if title:
         fig.suptitle(_wrap(title, fig.get_figwidth(), 11), fontsize=11)
     _save(fig, path, dpi)
@@ -616,14 +620,12 @@ def plot_static(positions, path=None, title=None, *, reference_positions=None, l
     curves, labs, styles = [drawn], [labels[0]], ["C3-o"]
     if r is not None:
         curves, labs, styles = [r, drawn], [labels[1], labels[0]], ["k--", "C3-o"]
-    note = _scale_note(factor)
     fig = _new_figure((10, 4.2))
     fig.exaggeration = factor
     gs = fig.add_gridspec(1, 2, width_ratios=[1.5, 1.0])
-    _shape_xz(fig.add_subplot(gs[0]), curves, labs, styles, "centerline, x-z projection" + (f", {note}" if note else ""),
-              floors)
+    _shape_xz(fig.add_subplot(gs[0]), curves, labs, styles, _shape_title("centerline, x-z projection", factor), floors)
     _shape_3d(fig.add_subplot(gs[1], projection="3d"), curves, [s.replace("-o", "-") for s in styles], floors,
-              title="3-D view" + (f", {note}" if note else ""))
+              title=_shape_title("3-D view", factor))
     if title:
         fig.suptitle(_wrap(title, fig.get_figwidth(), 11), fontsize=11)
     _save(fig, path, dpi)

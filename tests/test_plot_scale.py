@@ -160,6 +160,10 @@ def test_static_figure_scale():
         plot.plot_static(bent, exaggeration=5)
 
 
+def _inside(fig, bb):
+    return fig.bbox.x0 <= bb.x0 and bb.x1 <= fig.bbox.x1 and fig.bbox.y0 <= bb.y0 and bb.y1 <= fig.bbox.y1
+
+
 def _label_boxes(fig):
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
@@ -169,18 +173,16 @@ def _label_boxes(fig):
 
 def test_3d_axis_labels_inside_the_figure():
     tr = _rod_traj(0.01)
-    figs = [plot.plot_trajectory(tr, title="a1"), plot.plot_static(tr.positions[10], reference_positions=tr.positions[0]),
-            plot._animation(tr, view="3d").fig]
+    figs = [
+        plot.plot_trajectory(tr, title="a1"),
+        plot.plot_static(tr.positions[10], reference_positions=tr.positions[0]),
+        plot._animation(tr, view="3d").fig,
+    ]
     for fig in figs:
         boxes = _label_boxes(fig)
         assert len(boxes) == 3
         for name, bb in boxes:
-            assert fig.bbox.x0 <= bb.x0 and bb.x1 <= fig.bbox.x1, f"{name} label {bb.extents} outside {fig.bbox.extents}"
-            assert fig.bbox.y0 <= bb.y0 and bb.y1 <= fig.bbox.y1, f"{name} label {bb.extents} outside {fig.bbox.extents}"
-
-
-def _inside(fig, bb):
-    return fig.bbox.x0 <= bb.x0 and bb.x1 <= fig.bbox.x1 and fig.bbox.y0 <= bb.y0 and bb.y1 <= fig.bbox.y1
+            assert _inside(fig, bb), f"{name} label at {bb.extents}, figure {fig.bbox.extents}"
 
 
 def test_gif_labels_inside_the_frame():

@@ -61,6 +61,19 @@ def _positive_float(name):
     return conv
 
 
+def _exaggeration(text):
+    """``--exaggerate``: ``auto`` or a finite factor > 0 (1: true scale)."""
+    if text == "auto":
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a number > 0 (1: true scale), got {text!r}")
+    return v
+
+
 def _int_at_least(name, lo):
     def conv(text):
         try:
@@ -103,6 +116,10 @@ def _build_parser():
                    help="cantilever-static only: tip load as P L^2 / EI (default 0.03)")
     s.add_argument("--plot", metavar="FILE", help="save a summary figure (PNG, PDF, SVG...)")
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
+    s.add_argument("--exaggerate", type=_exaggeration, default="auto", metavar="auto|FACTOR",
+                   help="draw shapes in --plot/--animate with displacements multiplied by FACTOR (1: true "
+                        "scale); auto (default): a round factor that makes a small motion visible, stated on "
+                        "the figure")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
 
     # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
@@ -275,8 +292,9 @@ def _cmd_simulate(args, out, err):
             from .plot import plot_static
 
             # the model: a network's limbs are drawn as separate lines, a floor contact as the floor
-            plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3], model=model)
-            print(f"plot      {args.plot}", file=out)
+            fig = plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3], model=model,
+                              exaggeration=args.exaggerate)
+            print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
     scheme = _scheme(args, scene.name.startswith("till"))
@@ -350,17 +368,19 @@ def _cmd_simulate(args, out, err):
 
 
 def _write_figures(args, traj, model, scene, out):
+    if args.plot or args.animate:
+        from .plot import animate_trajectory, displacement_scale, plot_trajectory
+
+        # one factor for the figure and the GIF; the model: a network's limbs are drawn as
+        # separate lines, a floor contact as the floor
+        pos = traj.positions
+        scale = displacement_scale(pos, pos[0], args.exaggerate, model=model)
     if args.plot:
-        from .plot import plot_trajectory
-
-        # the model: a network's limbs are drawn as separate lines, a floor contact as the floor
-        plot_trajectory(traj, args.plot, title=scene.description, model=model)
-        print(f"plot      {args.plot}", file=out)
+        plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
+        print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out)
     if args.animate:
-        from .plot import animate_trajectory
-
-        animate_trajectory(traj, args.animate, title=scene.name, model=model)
-        print(f"animation {args.animate}", file=out)
+        animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)
+        print(f"animation {args.animate} (shapes: displacement x {scale:g})", file=out)
     return 0
 
 

@@ -15,6 +15,18 @@ notebook, display the returned figure with ``IPython.display.display(fig)`` (aft
 
 Positions are in metres; shapes are drawn in metres, displacements and heights in millimetres.
 
+Displacement scale. A 1 m rod vibrating by 1 cm looks motionless at equal aspect, so the drawn
+*shapes* (not the time-series panels, which stay in true units) are ``reference + factor *
+(shape - reference)``, with the reference the initial frame of a trajectory or the
+``reference_positions`` of a static shape. ``exaggeration="auto"`` (the default) picks the factor
+by :func:`displacement_scale`'s rule: 1 when the largest displacement already reaches 10 % of the
+body's extent, else the largest round factor (1, 2, 5, 10, 20, 50, ...) that keeps the largest
+drawn displacement within 25 % of it (so it is drawn at 10-25 %); 1 for a model with a floor
+contact (a magnified shape would sink into the floor). A number > 0 forces a factor (1: true
+scale). Whenever the factor is not 1 it is written on the figure ("displacement x 20":
+in the shape panels' titles of a figure, in the title of every GIF frame); the figures carry it
+as ``fig.exaggeration``.
+
 Connectivity. By default the rows of ``positions (.., N, 3)`` are one rod, drawn as one polyline
 through nodes ``0 .. N-1``. A multi-rod network (:class:`~jaxrod.models.der.network.DERNetwork`)
 numbers its nodes limb by limb with joint nodes shared, so that polyline would join unrelated
@@ -32,13 +44,17 @@ also cover the floor under the structure.
 
 from __future__ import annotations
 
+import math
 import os
+import textwrap
+from numbers import Real
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-__all__ = ["animate_trajectory", "node_chains", "plot_static", "plot_trajectory"]
+__all__ = ["animate_trajectory", "displacement_scale", "node_chains", "plot_static", "plot_trajectory"]
 
 # 2-D views: (horizontal axis, vertical axis) column indices of positions
 _VIEW_AXES = {"xz": (0, 2), "xy": (0, 1), "yz": (1, 2)}
@@ -73,6 +89,100 @@ def _fit_aspect(lo, hi, ratio):
     c, w, h = 0.5 * (lo + hi), hi[0] - lo[0], hi[1] - lo[1]
     w, h = max(w, h * ratio), max(h, w / ratio)
     return c - 0.5 * np.array([w, h]), c + 0.5 * np.array([w, h])
+
+
+def _wrap(text, width_in, fontsize):
+    """``text`` broken into lines that fit ``width_in`` inches at ``fontsize`` points (a scene's
+    description is longer than a figure is wide; a suptitle is clipped, not wrapped)."""
+    # 0.55 em: a generous mean glyph width of DejaVu Sans, so a wrapped line never overflows
+    return textwrap.fill(text, max(20, int(width_in * 72 / (0.55 * fontsize))))
+
+
+# ---- displacement scale ---------------------------------------------------------------------
+
+#: automatic scale: factor 1 once the largest displacement reaches this fraction of the extent
+_AUTO_VISIBLE = 0.1
+#: ... else the largest round factor that keeps the drawn displacement within this fraction
+_AUTO_TARGET = 0.25
+#: displacements below this fraction of the extent are round-off, not motion: factor 1
+_AUTO_NOISE = 1e-9
+
+
+def _check_exaggeration(exaggeration):
+    """``"auto"`` or the factor as a float; a clear error for anything else."""
+    if isinstance(exaggeration, str) and exaggeration == "auto":
+        return "auto"
+    if (isinstance(exaggeration, Real) and not isinstance(exaggeration, bool) and math.isfinite(exaggeration)
+            and exaggeration > 0):
+        return float(exaggeration)
+    raise ValueError(f"exaggeration must be 'auto' or a finite number > 0 (1: true scale), got {exaggeration!r}")
+
+
+def _round_factor(ratio):
+    """The largest of 1, 2, 5, 10, 20, 50, ... that is <= ``ratio`` (>= 1)."""
+    # the 1e-12 keeps an exact power of ten (log10 rounding just below it) in its own decade
+    k = math.floor(math.log10(ratio) + 1e-12)
+    return next(m * 10.0**k for m in (5, 2, 1) if m * 10.0**k <= ratio * (1 + 1e-12))
+
+
+def _scale_of(exaggeration, reference, shapes, floors=()):
+    """The factor for drawing ``shapes (..., n, 3)`` against ``reference (n, 3)`` (NaN rows, the
+    separators between chains, ignored); ``exaggeration`` already checked."""
+    if exaggeration != "auto":
+        return exaggeration
+    if floors:
+        # the floor is drawn where it is: a magnified shape would sink into it
+        return 1.0
+    ref = reference[np.all(np.isfinite(reference), axis=-1)]
+    extent = float(np.max(np.ptp(ref, axis=0))) if len(ref) else 0.0
+    d = np.linalg.norm(shapes - reference, axis=-1)
+    disp = float(np.nanmax(d)) if np.any(np.isfinite(d)) else 0.0
+    if not extent > 0 or disp <= _AUTO_NOISE * extent or disp >= _AUTO_VISIBLE * extent:
+        return 1.0
+    return _round_factor(_AUTO_TARGET * extent / disp)
+
+
+def _scale_note(factor):
+    """What the figures write about the scale ("" at true scale)."""
+    return "" if factor == 1 else f"displacement x {factor:g}"
+
+
+def _shape_title(text, factor):
+    """A shape panel's title with the scale appended when it is not 1."""
+    return f"{text}, {_scale_note(factor)}" if factor != 1 else text
+
+
+def displacement_scale(shapes, reference, exaggeration="auto", *, model=None, edges=None):
+    """The factor the plots multiply displacements by when they draw shapes.
+
+    Drawn shapes are ``reference + factor * (shape - reference)``. With ``exaggeration="auto"``
+    the rule is: with ``D`` the largest node displacement ``|shape - reference|`` over all shapes
+    and ``L`` the body's extent (the largest side of the reference shape's bounding box), the
+    factor is 1 when ``D >= 0.1 L`` (the motion shows at true scale) or ``D <= 1e-9 L`` (nothing
+    moves but round-off), else the largest round factor 1, 2, 5, 10, 20, 50, ... with
+    ``factor * D <= 0.25 L``; the drawn displacement is then between 10 % and 25 % of ``L``. A
+    1 m cantilever vibrating by 1 cm gets 20. A model with a floor contact gets 1: the floor is
+    drawn where it is, and a magnified shape would sink into it.
+
+    Args:
+        shapes: ``(..., N, 3)`` positions [m]: a trajectory's ``(T, N, 3)`` (all frames count) or
+            one shape ``(N, 3)``.
+        reference: ``(N, 3)`` positions [m] the displacements are measured from (a trajectory's
+            first frame, a rest shape).
+        exaggeration: ``"auto"`` (the rule above) or a finite number > 0, returned as given.
+        model, edges: connectivity as in :func:`node_chains`: only the rows on the drawn lines
+            count (not a network's padding rows).
+
+    Returns:
+        the factor (a float >= 1 for ``"auto"``).
+    """
+    exaggeration = _check_exaggeration(exaggeration)
+    shapes = np.asarray(shapes, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    if shapes.ndim < 2 or shapes.shape[-1] != 3 or reference.shape != shapes.shape[-2:]:
+        raise ValueError(f"need shapes (..., N, 3) and reference (N, 3), got {shapes.shape} and {reference.shape}")
+    gathered = _gather(node_chains(model, edges, reference.shape[0]), reference.shape[0])
+    return _scale_of(exaggeration, _polyline(reference, gathered), _polyline(shapes, gathered), _floors(model))
 
 
 # ---- connectivity ---------------------------------------------------------------------------
@@ -291,9 +401,10 @@ def _shape_xz(ax, curves, labels, styles, title=None, floors=()):
         # fixed limits: the curves and the floor under them, equal aspect
         pts = [c[:, [0, 2]] for c in curves] + [f[:, [0, 2]] for f in _floor_feet(np.concatenate(curves), floors)]
         lo, hi = _limits(np.concatenate(pts), margin=0.08)
-        # the equal aspect will widen one of the limits: draw the floor over a box 3x as large
-        # (the axes clip it) so it still reaches the edges
-        c, r = 0.5 * (lo + hi), 1.5 * (hi - lo)
+        # the equal aspect will widen the shorter of the two spans up to the longer one (and more
+        # in a tall or wide panel): draw the floor over a square box 6x the longer span (the axes
+        # clip it) so that its band still reaches the edges of a long, flat rod's view
+        c, r = 0.5 * (lo + hi), 3.0 * float(np.max(hi - lo))
         _draw_floors_2d(ax, floors, (0, 2), c - r, c + r)
         # auto=None: the limits are set but stay adjustable, so the equal aspect can widen them
         ax.set_xlim(lo[0], hi[0], auto=None)
@@ -319,15 +430,18 @@ def _setup_3d(ax, lo, hi, title="3-D view"):
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     ax.set_zlim(lo[2], hi[2])
-    ax.set_box_aspect((1, 1, 1), zoom=0.85)
+    ax.set_box_aspect((1, 1, 1), zoom=0.75)
     ax.set_xlabel("x [m]", fontsize=8)
     ax.set_ylabel("y [m]", fontsize=8)
     ax.set_zlabel("z [m]", fontsize=8)
     ax.tick_params(labelsize=6)
+    # a small panel: at most 4 ticks a side (3 intervals), or labels like 0.025 run into each other
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        axis.set_major_locator(MaxNLocator(3))
     ax.set_title(title, fontsize=10)
 
 
-def _shape_3d(ax, curves, styles, floors=()):
+def _shape_3d(ax, curves, styles, floors=(), title="3-D view"):
     for c, st in zip(curves, styles):
         ax.plot(c[:, 0], c[:, 1], c[:, 2], st, lw=1.5)
     allp = np.concatenate(curves, axis=0)
@@ -336,7 +450,7 @@ def _shape_3d(ax, curves, styles, floors=()):
     lo, hi = _cube(allp)
     if floors:
         _draw_floors_3d(ax, floors, lo, hi)
-    _setup_3d(ax, lo, hi)
+    _setup_3d(ax, lo, hi, title)
 
 
 def _check_traj(traj):
@@ -345,6 +459,11 @@ def _check_traj(traj):
     if pos.ndim != 3 or pos.shape[-1] != 3 or pos.shape[0] != times.shape[0]:
         raise ValueError(f"expected positions (T, N, 3) matching times (T,), got {pos.shape} and {times.shape}")
     return times, pos
+
+
+def _legend_outside(ax, fontsize):
+    """The legend right of the axes: a time series (an oscillation) leaves no free corner."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.3, handlelength=1.5)
 
 
 def _network_panels(fig, cell, times, pos, chains, floors):
@@ -363,7 +482,7 @@ def _network_panels(fig, cell, times, pos, chains, floors):
     ax_c.set_ylabel("centroid\ndisplacement [mm]", fontsize=9)
     ax_c.set_title(f"network: node centroid from t = {times[0]:.3g} s, lowest node", fontsize=10)
     ax_c.grid(True, alpha=0.3)
-    ax_c.legend(fontsize=7, ncols=3)
+    _legend_outside(ax_c, fontsize=7)
     ax_c.tick_params(labelbottom=False)
     ax_h = fig.add_subplot(sub[1], sharex=ax_c)
     if floors:
@@ -375,7 +494,7 @@ def _network_panels(fig, cell, times, pos, chains, floors):
         ax_h.axhline(0.0, color="0.4", lw=1.0, ls="--")
         ax_h.set_ylabel("lowest node\nabove floor [mm]", fontsize=9)
         if len(floors) > 1:
-            ax_h.legend(fontsize=7)
+            _legend_outside(ax_h, fontsize=7)
     else:
         ax_h.plot(times, np.min(p[..., 2], axis=1) * 1e3, color="k", lw=1.5)
         ax_h.set_ylabel("lowest node\nz [mm]", fontsize=9)
@@ -384,7 +503,7 @@ def _network_panels(fig, cell, times, pos, chains, floors):
     return ax_c, ax_h
 
 
-def plot_trajectory(traj, path=None, title=None, *, exaggeration=1.0, dpi=110, model=None, edges=None):
+def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110, model=None, edges=None):
     """Summary figure of a :class:`~jaxrod.Trajectory`.
 
     Panels: (1) tip displacement ``tip(t) - tip(0)`` components x, y, z [mm] vs time [s]; for a
@@ -392,29 +511,37 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration=1.0, dpi=110, m
     nothing, so instead: the displacement of the node centroid (unweighted mean of the nodes)
     x, y, z [mm] and, below it, the height of the lowest node [mm] vs time [s]: its centreline
     distance from the floor plane when the model has a floor contact (contact starts at the rod
-    radius), else its z coordinate; (2) the initial (dashed) and final (solid) centerline projected
-    on the x-z plane [m], equal aspect, with the floor trace; (3) a small 3-D view of both.
+    radius), else its z coordinate; these are always in true units. (2) The initial (dashed) and
+    final (solid) centerline projected on the x-z plane [m], equal aspect, with the floor trace,
+    and, when another frame moved further from the initial shape than the final one (by 1.5x;
+    a vibration whose last frame passes near the start), that frame too (dash-dot); (3) a small
+    3-D view of the same shapes. Shapes are drawn with their displacement from the initial shape
+    multiplied by the scale factor (see :func:`displacement_scale`), written in both panels'
+    titles when it is not 1.
 
     Args:
         traj: a :class:`~jaxrod.Trajectory` (or any object with ``times (T,)`` and
             ``positions (T, N, 3)``).
         path: if given, the figure is also saved there (format from the extension).
-        title: figure title.
-        exaggeration: the final shape is drawn with its displacement from the initial shape
-            multiplied by this factor (for small vibrations; 1 draws the true shape).
+        title: figure title (wrapped to the figure's width).
+        exaggeration: ``"auto"`` (a round factor that makes a small motion visible, 1 for a large
+            one: :func:`displacement_scale`) or a number > 0 (1: the true shapes).
         model: the simulated model, for its connectivity (a network's limbs, see
             :func:`node_chains`) and floor contacts; ``None``: one rod, no floor.
         edges: ``(E, 2)`` node ids of the edges, overrides the model's connectivity.
 
     Returns:
-        the :class:`matplotlib.figure.Figure`.
+        the :class:`matplotlib.figure.Figure`; ``fig.exaggeration`` is the factor used (float).
     """
+    exaggeration = _check_exaggeration(exaggeration)
     times, pos = _check_traj(traj)
     chains = node_chains(model, edges, pos.shape[1])
     floors = _floors(model)
-    gathered = _gather(chains, pos.shape[1])
+    draw = _polyline(pos, _gather(chains, pos.shape[1]))
+    factor = _scale_of(exaggeration, draw[0], draw, floors)
 
     fig = _new_figure((13, 4.2))
+    fig.exaggeration = factor
     gs = fig.add_gridspec(1, 3, width_ratios=[1.25, 1.25, 0.8])
     if _is_network(chains, pos.shape[1]):
         _network_panels(fig, gs[0], times, pos, chains, floors)
@@ -428,43 +555,50 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration=1.0, dpi=110, m
         ax_t.set_ylabel("tip displacement [mm]")
         ax_t.set_title(f"tip displacement from t = {times[0]:.3g} s", fontsize=10)
         ax_t.grid(True, alpha=0.3)
-        ax_t.legend(fontsize=8)
+        _legend_outside(ax_t, fontsize=8)
 
-    # exaggeration 1 draws pos[-1] itself (pos[0] + (pos[-1] - pos[0]) differs by round-off)
-    final = pos[-1] if exaggeration == 1.0 else pos[0] + float(exaggeration) * (pos[-1] - pos[0])
-    shapes = [pos[0], final]
-    curves = [_polyline(s, gathered) for s in shapes]
+    # the frame furthest from the start: a vibration's last frame may be near its first
+    reach = np.nanmax(np.linalg.norm(draw - draw[:1], axis=-1), axis=-1) if draw.shape[1] else np.zeros(len(times))
+    far = int(np.argmax(reach))
+    frames = [0, len(times) - 1] + ([far] if 0 < far < len(times) - 1 and reach[far] > 1.5 * reach[-1] else [])
+    # factor 1 draws the positions themselves (pos0 + (pos - pos0) differs by round-off)
+    curves = [draw[i] if factor == 1 else draw[0] + factor * (draw[i] - draw[0]) for i in frames]
+    labels = [f"t = {times[i]:.3g} s" for i in frames]
+    styles = ["k--", "C3-", "C0-."][: len(frames)]
+    if len(frames) == 3:
+        labels[2] += " (furthest)"
     ax_s = fig.add_subplot(gs[1])
-    note = "" if exaggeration == 1.0 else f" (displacement x{exaggeration:g})"
-    _shape_xz(
-        ax_s, curves, [f"t = {times[0]:.3g} s", f"t = {times[-1]:.3g} s{note}"], ["k--", "C3-"],
-        "centerline, x-z projection", floors,
-    )
+    _shape_xz(ax_s, curves, labels, styles, _shape_title("centerline, x-z projection", factor), floors)
     ax_3 = fig.add_subplot(gs[2], projection="3d")
-    _shape_3d(ax_3, curves, ["k--", "C3-"], floors)
+    _shape_3d(ax_3, curves, styles, floors, title=_shape_title("3-D view", factor))
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_wrap(title, fig.get_figwidth(), 11), fontsize=11)
     _save(fig, path, dpi)
     return fig
 
 
-def plot_static(positions, path=None, title=None, *, reference_positions=None, labels=None, dpi=110,
-                model=None, edges=None):
+def plot_static(positions, path=None, title=None, *, reference_positions=None, labels=None, exaggeration="auto",
+                dpi=110, model=None, edges=None):
     """Figure of a static centerline: x-z projection (equal aspect) and a 3-D view.
 
     Args:
         positions: ``(N, 3)`` node positions [m] (e.g. ``state.q[:, :3]``; rows not on any chain,
             such as a network's padding rows, are not drawn).
         path: optional file to save the figure to.
-        title: figure title.
+        title: figure title (wrapped to the figure's width).
         reference_positions: optional ``(N', 3)`` shape drawn dashed (e.g. the rest shape).
         labels: ``(label, reference_label)`` legend entries.
+        exaggeration: the shape is drawn as ``reference + factor * (positions - reference)``:
+            ``"auto"`` picks the factor (see :func:`displacement_scale`; 1 without a reference of
+            the same shape), a number > 0 forces it (anything but 1 needs such a reference). The
+            factor is written in both panels' titles when it is not 1.
         model: the model, for its connectivity (see :func:`node_chains`) and floor contacts.
         edges: ``(E, 2)`` node ids of the edges, overrides the model's connectivity.
 
     Returns:
-        the :class:`matplotlib.figure.Figure`.
+        the :class:`matplotlib.figure.Figure`; ``fig.exaggeration`` is the factor used (float).
     """
+    exaggeration = _check_exaggeration(exaggeration)
     p = np.asarray(positions, dtype=float)
     if p.ndim != 2 or p.shape[1] < 3:
         raise ValueError(f"positions must be (N, 3), got {p.shape}")
@@ -472,17 +606,28 @@ def plot_static(positions, path=None, title=None, *, reference_positions=None, l
     chains = node_chains(model, edges, p.shape[0])
     floors = _floors(model)
     labels = labels or ("equilibrium", "rest")
-    curves, labs, styles = [_polyline(p, _gather(chains, p.shape[0]))], [labels[0]], ["C3-o"]
-    if reference_positions is not None:
-        r = np.asarray(reference_positions, dtype=float)[:, :3]
-        r = _polyline(r, _gather(chains, r.shape[0])) if chains is not None else r
-        curves, labs, styles = [r, curves[0]], [labels[1], labels[0]], ["k--", "C3-o"]
+    drawn = _polyline(p, _gather(chains, p.shape[0]))
+    r = None if reference_positions is None else np.asarray(reference_positions, dtype=float)[:, :3]
+    if (r is None or r.shape != p.shape) and exaggeration not in ("auto", 1.0):
+        have = "none" if r is None else f"shape {r.shape}"
+        raise ValueError(f"exaggeration={exaggeration:g} needs reference_positions of the same shape as positions "
+                         f"{p.shape} to measure displacements from; got {have}")
+    if r is not None:
+        r = _polyline(r, _gather(chains, r.shape[0]))
+    factor = _scale_of(exaggeration, r, drawn, floors) if r is not None and r.shape == drawn.shape else 1.0
+    if factor != 1:
+        drawn = r + factor * (drawn - r)
+    curves, labs, styles = [drawn], [labels[0]], ["C3-o"]
+    if r is not None:
+        curves, labs, styles = [r, drawn], [labels[1], labels[0]], ["k--", "C3-o"]
     fig = _new_figure((10, 4.2))
+    fig.exaggeration = factor
     gs = fig.add_gridspec(1, 2, width_ratios=[1.5, 1.0])
-    _shape_xz(fig.add_subplot(gs[0]), curves, labs, styles, "centerline, x-z projection", floors)
-    _shape_3d(fig.add_subplot(gs[1], projection="3d"), curves, [s.replace("-o", "-") for s in styles], floors)
+    _shape_xz(fig.add_subplot(gs[0]), curves, labs, styles, _shape_title("centerline, x-z projection", factor), floors)
+    _shape_3d(fig.add_subplot(gs[1], projection="3d"), curves, [s.replace("-o", "-") for s in styles], floors,
+              title=_shape_title("3-D view", factor))
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_wrap(title, fig.get_figwidth(), 11), fontsize=11)
     _save(fig, path, dpi)
     return fig
 
@@ -503,18 +648,38 @@ class _Animation:
     (``animated``) and ``set_frame(i)``, which puts frame ``i`` (an index into ``traj.times``)
     into them. Kept apart from the GIF writing so that tests can read the drawn line data."""
 
-    def __init__(self, fig, idx, movers, ttl, times, prefix):
+    def __init__(self, fig, idx, movers, ttl, times, prefix, exaggeration):
         self.fig, self.idx, self.movers, self.ttl = fig, idx, movers, ttl
-        self.times, self.prefix = times, prefix
+        self.times, self.prefix, self.exaggeration = times, prefix, exaggeration
         self.animated = [a for a, _ in movers] + [ttl]
 
     def set_frame(self, i):
         for artist, update in self.movers:
             update(artist, i)
-        self.ttl.set_text(f"{self.prefix}t = {self.times[i]:.3f} s")
+        self.ttl.set_text(self.title(i))
+
+    def freeze(self, dpi):
+        """Lay the figure out at ``dpi`` for the longest title (the last frame's), fix that layout
+        and return the rendered background without the moving artists (for blitting)."""
+        self.ttl.set_text(self.title(len(self.times) - 1))
+        self.fig.set_dpi(dpi)
+        for a in self.animated:
+            a.set_animated(True)
+        # twice: the first layout places the labels around each axes' cell, then the equal aspect
+        # shrinks the box inside it; the second pass lays out around the shrunk boxes (one pass
+        # left the x labels of two side-by-side panels partly below the figure's edge)
+        self.fig.canvas.draw()
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")
+        return self.fig.canvas.copy_from_bbox(self.fig.bbox)
+
+    def title(self, i):
+        """Frame ``i``'s title: the time and, on a second line, the displacement scale."""
+        note = _scale_note(self.exaggeration)
+        return f"{self.prefix}t = {self.times[i]:.3f} s" + (f"\nshape: {note}" if note else "")
 
 
-def _animation(traj, max_frames=150, *, title=None, exaggeration=1.0, model=None, edges=None, view="auto"):
+def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=None, edges=None, view="auto"):
     """Build the figure of :func:`animate_trajectory` (not laid out yet): an :class:`_Animation`."""
     if view not in _VIEWS:
         raise ValueError(f"view must be one of {', '.join(map(repr, _VIEWS))}; got {view!r}")
@@ -526,10 +691,12 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration=1.0, model=None
     chains = node_chains(model, edges, pos.shape[1])
     network = _is_network(chains, pos.shape[1])
     floors = _floors(model)
-    if exaggeration != 1.0:
-        pos = pos[:1] + float(exaggeration) * (pos - pos[:1])
     # the drawn rows, NaN between chains (for a single rod exactly pos): computed once, not per frame
     draw = _polyline(pos, _gather(chains, pos.shape[1]))
+    factor = _scale_of(_check_exaggeration(exaggeration), draw[0], draw, floors)
+    if factor != 1:
+        pos = pos[:1] + factor * (pos - pos[:1])
+        draw = _polyline(pos, _gather(chains, pos.shape[1]))
     if view == "auto":
         view = _auto_view(draw)
     panels = ["3d"] if view == "3d" else view.split("+")
@@ -570,20 +737,21 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration=1.0, model=None
             ax.set_aspect("equal", adjustable="box")
             names = "xyz"
             ax.set_xlabel(f"{names[a0]} [m]")
-            vlabel = f"{names[a1]} [m]"
-            ax.set_ylabel(vlabel if exaggeration == 1.0 else f"{vlabel} (displacement x{exaggeration:g})")
+            ax.set_ylabel(f"{names[a1]} [m]")
             ax.grid(True, alpha=0.3)
         if k == 0:
-            ax.legend(fontsize=8, loc="upper right")
+            # under the panels, not in a corner: the moving shape may pass through any corner
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8,
+                       frameon=False)
             ttl_ax = ax
-    prefix = f"{title}: " if title else ""
+    prefix = f"{_wrap(title, fig.get_figwidth(), 12)}: " if title else ""
     # one title: over the figure with two panels, over the axes with one
     ttl = fig.suptitle("") if len(panels) > 1 else ttl_ax.set_title("")
 
-    return _Animation(fig, idx, movers, ttl, times, prefix)
+    return _Animation(fig, idx, movers, ttl, times, prefix, factor)
 
 
-def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exaggeration=1.0, dpi=80,
+def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exaggeration="auto", dpi=80,
                        model=None, edges=None, view="auto"):
     """Write a GIF of the centerline moving, in one or two projections or a 3-D view.
 
@@ -598,8 +766,10 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
         fps: frames per second of the GIF.
         max_frames: largest number of frames written.
         title: optional prefix of the per-frame title.
-        exaggeration: displacements from the initial shape are multiplied by this factor
-            (for small vibrations; 1 draws the true shape).
+        exaggeration: displacements from the initial shape are drawn multiplied by a factor:
+            ``"auto"`` picks it from the whole trajectory (see :func:`displacement_scale`; the
+            same factor as :func:`plot_trajectory`'s), a number > 0 forces it (1: the true
+            shapes). When it is not 1 every frame's title says so ("shape: displacement x 20").
         model: the simulated model, for its connectivity (a network's limbs, see
             :func:`node_chains`) and floor contacts (drawn where seen edge-on, and in 3-D).
         edges: ``(E, 2)`` node ids of the edges, overrides the model's connectivity.
@@ -616,19 +786,11 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
     if int(max_frames) < 1 or not fps > 0:
         raise ValueError(f"need max_frames >= 1 and fps > 0, got {max_frames}, {fps}")
     anim = _animation(traj, max_frames, title=title, exaggeration=exaggeration, model=model, edges=edges, view=view)
-    fig, ttl, prefix, times = anim.fig, anim.ttl, anim.prefix, anim.times
     # Lay the figure out once and freeze it, render everything that does not move once, then per
     # frame restore that background and draw only the moving artists (blitting): redrawing axes,
     # ticks and labels is what a full savefig per frame pays for (~0.1 s a frame).
-    ttl.set_text(f"{prefix}t = {times[-1]:.3f} s")
-    fig.set_dpi(dpi)
-    animated = anim.animated
-    for a in animated:
-        a.set_animated(True)
-    canvas = fig.canvas
-    canvas.draw()
-    fig.set_layout_engine("none")
-    background = canvas.copy_from_bbox(fig.bbox)
+    fig, canvas, animated = anim.fig, anim.fig.canvas, anim.animated
+    background = anim.freeze(dpi)
     frames = []
     for i in anim.idx:
         canvas.restore_region(background)

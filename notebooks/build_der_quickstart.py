@@ -102,13 +102,14 @@ print("final tip position [m]:", np.asarray(traj.tip[-1]))"""
     new_markdown_cell(
         """## 3. Plot
 
-`plot.plot_trajectory` shows the tip displacement and the initial/final centerline. The
-vibration is only ~1 cm on a 1 m rod, so the second figure exaggerates the displacement of the
-final shape 20 times."""
+`plot.plot_trajectory` shows the tip displacement [mm] and the initial/final centerline. The
+vibration is only ~1 cm on a 1 m rod, so the shapes are drawn with the displacement magnified by
+a round factor, written in the panel titles (`exaggeration="auto"`, here 20); the second figure
+draws the true shapes (`exaggeration=1`)."""
     ),
     new_code_cell(
         """display(plot.plot_trajectory(traj, title=scene.description))
-display(plot.plot_trajectory(traj, title="same, displacement x20", exaggeration=20))"""
+display(plot.plot_trajectory(traj, title="same, true scale", exaggeration=1))"""
     ),
     new_markdown_cell(
         """## 4. Compare with Euler-Bernoulli
@@ -267,7 +268,7 @@ assert abs(report.values["E"] / truth["E"] - 1) < 0.05"""
 
 * The same runs from the command line: `jaxrod simulate cantilever-a1 --n-nodes 21 --duration 13
   --dt 0.5 --plot a1.png --animate a1.gif`; `jaxrod scenes` lists the built-in problems.
-* `jaxrod.plot.animate_trajectory(traj, "a1.gif", exaggeration=20)` writes an animation.
+* `jaxrod.plot.animate_trajectory(traj, "a1.gif")` writes an animation (magnified as the figure).
 * `jax.vmap` over `model_with_E` runs a batch of moduli in one compiled program."""
     ),
 ]

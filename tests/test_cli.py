@@ -65,8 +65,11 @@ def test_simulate_dynamic_cantilever(a1_run):
 
 
 def test_simulate_writes_valid_png_and_gif(a1_run):
-    rc, _, _, png, gif = a1_run
+    rc, out, _, png, gif = a1_run
     assert rc == 0
+    # a 1 cm tip motion of the 1 m rod: drawn x 20 (the largest round factor keeping it <= 25 cm)
+    assert f"plot      {png} (shapes: displacement x 20)" in out
+    assert f"animation {gif} (shapes: displacement x 20)" in out
     with Image.open(png) as im:
         assert im.format == "PNG"
         assert im.size[0] > 300 and im.size[1] > 200
@@ -87,6 +90,7 @@ def test_simulate_static_cantilever_matches_beam_theory(tmp_path):
     measured = _number(r"tip deflection\s+([0-9.eE+-]+) m", out)
     assert measured == pytest.approx(delta, rel=0.02)
     assert abs(_number(r"tip deflection.*rel\. error\s*([-+0-9.eE]+)%", out)) < 2.0
+    assert f"plot      {png} (shapes: displacement x 20)" in out  # the 1 cm deflection, drawn as 20 cm
     with Image.open(png) as im:
         assert im.format == "PNG"
 

@@ -27,6 +27,7 @@ from .simulate import (
 )
 from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
+from .system.modal import ModalResult, modal
 from .timestepping import (
     BDF2,
     AverageVectorField,
@@ -57,6 +58,7 @@ __all__ = [
     "DifferenceFormula",
     "FallbackWarning",
     "ImplicitMidpoint",
+    "ModalResult",
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",
@@ -70,6 +72,7 @@ __all__ = [
     "first_mode_velocity",
     "geometry",
     "implicit_step",
+    "modal",
     "newton_solve",
     "scenes",
     "scheme_from_name",

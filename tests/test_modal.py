@@ -107,6 +107,7 @@ def test_der_damping_ratio_matches_damping_law(der_result):
     assert float(res.damping_coupling) < 1e-9  # proportional on the bending modes
 
 
+@pytest.mark.slow  # the reverse pass through third derivatives of the DER energy: 25-70 s to compile
 def test_der_frequency_gradient(der_result):
     def omega1(E_):
         model = der_model(youngs_modulus=E_)
@@ -120,6 +121,7 @@ def test_der_frequency_gradient(der_result):
     assert abs(g / (float(der_result.omega[0]) / (2 * E)) - 1) < 1e-9
 
 
+@pytest.mark.slow  # one more model to compile: 15-45 s
 def test_pcs_cantilever_bending_frequencies():
     from jaxrod.models.pcs import PCSModel, PCSRod
 
@@ -130,7 +132,9 @@ def test_pcs_cantilever_bending_frequencies():
     model = PCSModel(rod)
     res = jaxrod.modal(model, model.initial_state(), n_modes=6)
     om = np.asarray(res.omega).reshape(3, 2)
-    np.testing.assert_allclose(om[:, 0], om[:, 1], rtol=1e-9)
+    # eigh's absolute error is round-off of the largest eigenvalue (the shear and axial modes,
+    # ~1e9 times omega_1^2 here): the two bending planes agree to ~5e-9, not to 1e-15
+    np.testing.assert_allclose(om[:, 0], om[:, 1], rtol=1e-7)
     err = om[:, 0] / OMEGA_EB - 1
     assert np.all(err > 0) and np.all(err < 1.2 * np.array([0.00171, 0.0120, 0.0292])), err
     # tip displacement of mode 1 in the plane normal to the axis, scaled to 1 m

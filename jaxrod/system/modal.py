@@ -79,9 +79,10 @@ class ModalResult(eqx.Module):
         modal_stiffness: ``(n,)`` ``phi^T K phi`` (= ``omega^2 modal_mass``).
         modal_damping: ``(n,)`` ``phi^T C phi``.
         damping_ratio: ``(n,)`` ``zeta = c / (2 sqrt(|k| m))`` (dimensionless; 0 without damping).
-        damping_coupling: largest ``|C_ij| / sqrt(C_ii C_jj)`` (``i != j``) of the modal damping
-            matrix over the returned modes: 0 for proportional damping; near 1 means the damping
-            ratios (and the undamped modes) do not describe the damped motion.
+        damping_coupling: largest off-diagonal ``|D_ij|`` of the modal damping matrix of the
+            returned modes, mass-normalised (``D_ij = C_ij / sqrt(m_i m_j)``, ``D_ii = 2 zeta_i
+            omega_i``), relative to the largest ``D_ii``: 0 for proportional damping; near 1 means
+            the damping ratios (and the undamped modes) do not describe the damped motion.
         mass_matrix, damping_matrix, stiffness_matrix: ``(F, F)`` linearised ``M``, ``C``, ``K``
             on the free DOFs (before condensing massless DOFs).
         free_dofs: ``(F,)`` indices of the free DOFs in ``q.reshape(-1)``.
@@ -337,8 +338,11 @@ def _eigen(M, C, K, J, massless, n, general):
     Cm = phi.T @ C @ phi
     c = jnp.diag(Cm)
     zeta = c / (2.0 * jnp.sqrt(jnp.abs(k) * m))
-    d = jnp.sqrt(jnp.abs(jnp.outer(c, c)))
-    ratio = jnp.where(d > 0, jnp.abs(Cm) / jnp.where(d > 0, d, 1.0), 0.0) * (1.0 - jnp.eye(n))
+    # coupling in mass-normalised modes (entries in 1/s, diagonal 2 zeta omega), relative to the
+    # largest modal damping rate: scale-free, and round-off on undamped modes stays at round-off
+    D = jnp.abs(Cm) / jnp.sqrt(jnp.outer(m, m))
+    dmax = jnp.max(jnp.diag(D))
+    ratio = D * (1.0 - jnp.eye(n)) / jnp.where(dmax > 0, dmax, 1.0)
     omega = jnp.sign(lam) * jnp.sqrt(jnp.abs(lam))
     disp = (J @ phi).T.reshape(n, -1, 3)
     return {"omega": omega, "lam": lam, "phi": phi.T, "disp": disp, "m": m, "k": k, "c": c, "zeta": zeta,

@@ -248,6 +248,15 @@ def test_default_state_is_the_static_equilibrium():
     np.testing.assert_allclose(float(res.omega[0]), np.sqrt((k + 3 * c * qs**2) / m), rtol=1e-9)
     assert float(res.equilibrium_residual) < 1e-9
 
+    # the gradient flows through the equilibrium (implicit differentiation of solve_static)
+    def omega(c_):
+        return jaxrod.modal(_lumped([[m]], [[0.0]], [[k]], force=[F], cubic=c_)).omega[0]
+
+    g = float(jax.grad(omega)(jnp.asarray(c)))
+    h = 1e-4 * c
+    fd = (float(omega(c + h)) - float(omega(c - h))) / (2 * h)
+    assert abs(g / fd - 1) < 1e-6, (g, fd)
+
 
 def test_plot_modes(der_result, tmp_path):
     from jaxrod.plot import plot_modes

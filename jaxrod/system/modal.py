@@ -23,6 +23,12 @@ shape derivatives only for distinct ones). A clearly unsymmetric ``K`` (follower
 friction) goes to the general eigen-solver ``jnp.linalg.eig`` (CPU only), whose real parts are
 returned.
 
+Cost: the matrices are dense ``(F, F)``, built from ``3F`` forward-mode directional derivatives of
+the residual in one vectorised pass, and the eigen-solve is ``O(F^3)``: fine to a few thousand free
+DOFs (a 1000-node DER rod has ~4000). The lowest frequencies carry an absolute error of round-off
+times the largest eigenvalue (a PCS rod's stiff shear and axial modes: ~1e-8 relative on
+``omega_1``).
+
 Massless DOFs. A DOF whose row and column of ``M`` vanish (a quasi-static coordinate) makes ``M``
 singular; such DOFs are condensed out statically (Guyan: ``dq_s = -K_ss^{-1} K_sm dq_m``, exact
 for the undamped problem, ``C`` projected with the same map) and appear in the mode shapes

@@ -186,7 +186,9 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
                 "(a diverged simulation or a failed static solve)"
             )
     try:
-        mask = np.asarray(model.fixed_mask(), dtype=bool).reshape(-1)
+        # the mask is static configuration; built with jnp ops it would be staged inside jit
+        with jax.ensure_compile_time_eval():
+            mask = np.asarray(model.fixed_mask(), dtype=bool).reshape(-1)
     except jax.errors.TracerArrayConversionError as e:  # pragma: no cover - a model with a traced mask
         raise ValueError("modal(): model.fixed_mask() must not depend on traced values") from e
     if mask.size != q.size:

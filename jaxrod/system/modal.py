@@ -202,6 +202,8 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
     traced = is_traced(M) or is_traced(K)
     massless = np.zeros(0, dtype=int) if is_traced(M) else _massless(np.asarray(M))
     n_avail = free.size - massless.size
+    if n_avail == 0:
+        raise ValueError(f"modal(): all {free.size} free DOFs are massless (dr/da vanishes): there is no mode")
     if n_modes is None:
         n = n_avail
     else:

@@ -45,6 +45,8 @@ _LAZY = {
     "NewtonResult": ".solvers.newton",
     "NewtonSolver": ".solvers.newton",
     "newton_solve": ".solvers.newton",
+    "ModalResult": ".system.modal",
+    "modal": ".system.modal",
     "BDF2": ".timestepping",
     "AverageVectorField": ".timestepping",
     "BackwardEuler": ".timestepping",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     )
     from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
     from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
+    from .system.modal import ModalResult, modal
     from .timestepping import (
         BDF2,
         AverageVectorField,
@@ -107,6 +110,7 @@ __all__ = [
     "DifferenceFormula",
     "FallbackWarning",
     "ImplicitMidpoint",
+    "ModalResult",
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",
@@ -120,6 +124,7 @@ __all__ = [
     "first_mode_velocity",
     "geometry",
     "implicit_step",
+    "modal",
     "newton_solve",
     "scenes",
     "scheme_from_name",

@@ -814,3 +814,65 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
     frames = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
     frames[0].save(os.fspath(path), save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
     return path
+
+
+# ---- mode shapes ----------------------------------------------------------------------------
+
+
+def plot_modes(result, path=None, *, modes=6, amplitude=0.15, title=None, dpi=110, model=None, edges=None):
+    """Mode shapes of a :class:`~jaxrod.system.modal.ModalResult` (:func:`jaxrod.modal`): one 3-D
+    panel per mode with the linearisation shape (dashed) and the shape displaced by plus and minus
+    the mode (solid and faint), frequency in the panel title.
+
+    Args:
+        result: the :class:`~jaxrod.system.modal.ModalResult`.
+        path: optional file to save the figure to.
+        modes: number of lowest modes drawn (an integer >= 1; at most ``result.n_modes``), or a
+            sequence of mode indices.
+        amplitude: drawn amplitude of each mode's largest node displacement, as a fraction of the
+            shape's largest extent (the modes are linear: only their shape is meaningful). A mode
+            that moves no node (torsion of a DER rod) is drawn undeformed, labelled as such.
+        title: figure title.
+        model, edges: connectivity of the nodes (see :func:`node_chains`), for networks.
+
+    Returns:
+        the :class:`matplotlib.figure.Figure`.
+    """
+    n_avail = int(np.asarray(result.omega).shape[0])
+    if isinstance(modes, (int, np.integer)) and not isinstance(modes, bool):
+        if modes < 1:
+            raise ValueError(f"modes must be >= 1 (or a sequence of mode indices), got {modes}")
+        idx = list(range(min(int(modes), n_avail)))
+    else:
+        idx = [int(i) for i in modes]
+        bad = [i for i in idx if not 0 <= i < n_avail]
+        if not idx or bad:
+            raise ValueError(f"modes: indices must be in [0, {n_avail - 1}] (the result's modes), got {list(modes)}")
+    if not (np.isfinite(amplitude) and amplitude > 0):
+        raise ValueError(f"amplitude must be a finite fraction > 0 of the shape's extent, got {amplitude}")
+    x0 = np.asarray(result.positions, dtype=float)
+    disp = np.asarray(result.displacements, dtype=float)
+    freq = np.asarray(result.omega, dtype=float) / (2 * np.pi)
+    gathered = _gather(node_chains(model, edges, x0.shape[0]), x0.shape[0])
+    extent = max(float(np.ptp(x0, axis=0).max()), 1e-12)
+    ncol = min(3, len(idx))
+    nrow = -(-len(idx) // ncol)
+    fig = _new_figure((3.6 * ncol, 3.4 * nrow))
+    for k, i in enumerate(idx):
+        ax = fig.add_subplot(nrow, ncol, k + 1, projection="3d")
+        d = disp[i]
+        dmax = float(np.linalg.norm(d, axis=1).max())
+        moves = dmax > 1e-9 * extent
+        s = amplitude * extent / dmax if moves else 0.0
+        curves = [_polyline(x0, gathered)]
+        if moves:
+            curves += [_polyline(x0 + s * d, gathered), _polyline(x0 - s * d, gathered)]
+        for c, st, a in zip(curves, ("k--", "C3-", "C3-"), (1.0, 1.0, 0.3)):
+            ax.plot(c[:, 0], c[:, 1], c[:, 2], st, lw=1.5, alpha=a)
+        lo, hi = _cube(np.concatenate(curves))
+        note = "" if moves else "\n(moves no node: twist)"
+        _setup_3d(ax, lo, hi, f"mode {i + 1}: {freq[i]:.4g} Hz{note}")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    _save(fig, path, dpi)
+    return fig

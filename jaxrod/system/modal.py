@@ -1,0 +1,359 @@
+"""Linear modal analysis of any implicit model (TMTDyn spec section 4.7).
+
+The equation of motion of an :class:`~jaxrod.models.base.AbstractImplicitModel` is its residual
+``r(q, v, a, t) = 0``. Linearised about a configuration ``q0`` at rest (``v = a = 0``), on the free
+DOFs (those not in ``model.fixed_mask()``):
+
+    M dq'' + C dq' + K dq = 0,   M = dr/da,  C = dr/dv,  K = dr/dq   (all at q0, v = a = 0),
+
+with exact forward-mode Jacobians (``jax.jacfwd``), so ``K`` includes the geometric stiffness of
+the loads and prestress at ``q0`` (gravity sag, an axial load). The undamped modes solve the
+generalised eigenproblem ``K phi = omega^2 M phi``; modal mass, stiffness and damping are the
+projections ``m_i = phi_i^T M phi_i``, ``k_i = phi_i^T K phi_i``, ``c_i = phi_i^T C phi_i`` and the
+damping ratio is ``zeta_i = c_i / (2 sqrt(k_i m_i))``. This is exact for undamped and
+proportionally damped systems (``C = a M + b K``); otherwise the modal ``C`` has off-diagonal
+terms that the ratios ignore, and :attr:`ModalResult.damping_coupling` says how large they are.
+The paper's ``eta = V_w / (omega M_w)`` is ``2 zeta`` (spec 4.7 note).
+
+Numerics (float64): ``M = L L^T`` (Cholesky), ``A = L^{-1} K L^{-T}``, ``A y = omega^2 y``,
+``phi = L^{-T} y``. When ``K`` is symmetric to round-off (every model whose forces derive from an
+energy: DER, DER networks, PCS) ``A`` is symmetrised and solved with ``eigh``, which is
+differentiable (eigenvalue derivatives exist for distinct and repeated eigenvalues alike, mode
+shape derivatives only for distinct ones). A clearly unsymmetric ``K`` (follower loads,
+friction) goes to the general eigen-solver ``jnp.linalg.eig`` (CPU only), whose real parts are
+returned.
+
+Cost: the matrices are dense ``(F, F)``, built from ``3F`` forward-mode directional derivatives of
+the residual in one vectorised pass, and the eigen-solve is ``O(F^3)``: fine to a few thousand free
+DOFs (a 1000-node DER rod has ~4000). The lowest frequencies carry an absolute error of round-off
+times the largest eigenvalue (a PCS rod's stiff shear and axial modes: ~1e-8 relative on
+``omega_1``).
+
+Massless DOFs. A DOF whose row and column of ``M`` vanish (a quasi-static coordinate) makes ``M``
+singular; such DOFs are condensed out statically (Guyan: ``dq_s = -K_ss^{-1} K_sm dq_m``, exact
+for the undamped problem, ``C`` projected with the same map) and appear in the mode shapes
+through that map. Detecting them needs concrete values: inside ``jax.grad``/``jit`` the mass
+matrix is assumed non-singular (DER, DER networks and PCS always are).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..models.base import AbstractImplicitModel, State
+from ..validation import check_int, is_traced
+
+__all__ = ["ModalResult", "modal"]
+
+#: relative size ``max|K - K^T| / max|K|`` below which K is treated as symmetric (round-off)
+SYMMETRY_TOL = 1e-8
+#: a free DOF is massless when its row and column of M are below this fraction of max|M|
+MASSLESS_TOL = 1e-14
+
+_SUPPORTED = (
+    "jaxrod.DERModel, jaxrod.models.der.network.DERNetwork, jaxrod.models.pcs.PCSModel or any other "
+    "AbstractImplicitModel (a residual r(q, v, a, t, aux) with fixed_mask, observe)"
+)
+
+
+class ModalResult(eqx.Module):
+    """Natural modes of a model linearised about a state at rest, sorted by ascending frequency.
+
+    ``n`` is the number of modes returned, ``F`` the number of free DOFs (``q`` entries not in
+    ``model.fixed_mask()``), ``N`` the number of observed nodes.
+
+    Attributes:
+        omega: ``(n,)`` natural angular frequencies [rad/s] of the undamped problem. A negative
+            value ``-s`` marks an unstable direction (``K`` not positive there: eigenvalue
+            ``-s^2``, growth rate ``s`` [1/s]); rigid-body modes give ``|omega|`` at round-off.
+        eigenvalues: ``(n,)`` ``omega^2`` [1/s^2] with sign (``K phi = lambda M phi``).
+        mode_shapes: ``(n, *q.shape)`` mode shapes in the model's coordinates (units of each DOF:
+            m, rad, ...; zero on fixed DOFs), each scaled so that its largest node displacement is
+            1 m (the largest component of that displacement positive), or, for a mode that moves
+            no node (torsion of a straight DER rod), so that its largest entry is +1. Within a
+            repeated frequency (the two bending planes of a round rod) the split into modes is
+            arbitrary.
+        displacements: ``(n, N, 3)`` the same modes as node displacements [m] per unit mode
+            amplitude: the linearised ``observe(q)["positions"]`` applied to ``mode_shapes``.
+        positions: ``(N, 3)`` node positions [m] of the linearisation state (``observe``).
+        modal_mass: ``(n,)`` ``phi^T M phi`` [kg for a displacement-scaled mode: the mass that,
+            moving with the largest node displacement, has the mode's kinetic energy; kg m^2 for a
+            twist-scaled mode].
+        modal_stiffness: ``(n,)`` ``phi^T K phi`` (= ``omega^2 modal_mass``).
+        modal_damping: ``(n,)`` ``phi^T C phi``.
+        damping_ratio: ``(n,)`` ``zeta = c / (2 sqrt(|k| m))`` (dimensionless; 0 without damping).
+        damping_coupling: largest off-diagonal ``|D_ij|`` of the modal damping matrix of the
+            returned modes, mass-normalised (``D_ij = C_ij / sqrt(m_i m_j)``, ``D_ii = 2 zeta_i
+            omega_i``), relative to the largest ``D_ii``: 0 for proportional damping; near 1 means
+            the damping ratios (and the undamped modes) do not describe the damped motion.
+        mass_matrix, damping_matrix, stiffness_matrix: ``(F, F)`` linearised ``M``, ``C``, ``K``
+            on the free DOFs (before condensing massless DOFs).
+        free_dofs: ``(F,)`` indices of the free DOFs in ``q.reshape(-1)``.
+        massless_dofs: ``(S,)`` indices (into the free DOFs) condensed out as massless.
+        stiffness_asymmetry: ``max|K - K^T| / max|K|`` measured.
+        equilibrium_residual: max-norm of the residual ``r(q0, 0, 0, t)`` on the free DOFs (units
+            of the residual, N for DER): ~0 at an equilibrium; a large value means ``q0`` is not
+            one and the linearisation ignores that constant force.
+        state: the :class:`~jaxrod.models.base.State` linearised about (velocity set to zero).
+    """
+
+    omega: jax.Array
+    eigenvalues: jax.Array
+    mode_shapes: jax.Array
+    displacements: jax.Array
+    positions: jax.Array
+    modal_mass: jax.Array
+    modal_stiffness: jax.Array
+    modal_damping: jax.Array
+    damping_ratio: jax.Array
+    damping_coupling: jax.Array
+    mass_matrix: jax.Array
+    damping_matrix: jax.Array
+    stiffness_matrix: jax.Array
+    free_dofs: jax.Array
+    massless_dofs: jax.Array
+    stiffness_asymmetry: jax.Array
+    equilibrium_residual: jax.Array
+    state: State
+
+    @property
+    def frequency_hz(self):
+        """``(n,)`` natural frequencies ``omega / (2 pi)`` [Hz]."""
+        return self.omega / (2.0 * jnp.pi)
+
+    @property
+    def n_modes(self) -> int:
+        return int(self.omega.shape[0])
+
+
+def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) -> ModalResult:
+    """Natural frequencies, mode shapes and modal mass/stiffness/damping of ``model``.
+
+    Linearises the model's residual about ``state`` at rest (``v = a = 0``) on its free DOFs and
+    solves ``K phi = omega^2 M phi`` (see the module docstring for the maths and numerics).
+
+    Args:
+        model: an :class:`~jaxrod.models.base.AbstractImplicitModel` (DER rod, DER network, PCS).
+        state: the :class:`~jaxrod.models.base.State` to linearise about. Default ``None``: the
+            model's static equilibrium under its loads at time ``t``,
+            ``jaxrod.solve_static(model, t=t)`` (raises :class:`~jaxrod.ConvergenceError` if it
+            fails). A given state's velocity is ignored; its ``aux`` (e.g. DER reference frames)
+            is used as is, and its fixed DOFs keep their values.
+        n_modes: number of lowest modes returned, an integer in ``[1, F - S]`` (free DOFs minus
+            massless ones); default: all of them.
+        t: time [s] of the linearisation (loads and prescribed DOFs are evaluated at ``t``).
+        symmetry_tol: relative asymmetry of ``K`` up to which it is symmetrised and ``eigh`` is
+            used (default ``1e-8``); above it the general eigen-solver is used (outside ``jit`` /
+            ``grad`` only: a traced call raises instead).
+
+    Returns:
+        :class:`ModalResult`. Differentiable with respect to the model's array leaves (frequencies
+        by ``eigh``'s eigenvalue derivative; the default equilibrium by implicit differentiation).
+
+    Raises:
+        TypeError: ``model`` is not an implicit model (e.g. the shooting
+            :class:`~jaxrod.CosseratModel`, whose unknowns are boundary values, not a
+            configuration: use a DER or PCS model of the same rod), or ``state`` is not a
+            :class:`~jaxrod.State`.
+        ValueError: ``state.q`` has the wrong shape or non-finite entries; ``n_modes`` is out of
+            range; the model has no free DOF; ``M`` is not positive definite on the DOFs with mass;
+            ``K`` is unsymmetric inside a traced call.
+    """
+    if not isinstance(model, AbstractImplicitModel):
+        raise TypeError(
+            f"modal(): model must be an implicit model ({_SUPPORTED}); got {type(model).__name__}. "
+            "Shooting models (CosseratModel) have no configuration vector to linearise: build the same "
+            "rod as a DER or PCS model"
+        )
+    if state is None:
+        from ..simulate import solve_static
+
+        state, _ = solve_static(model, t=t)
+    elif not isinstance(state, State):
+        raise TypeError(f"modal(): state must be a jaxrod.State or None, got {type(state).__name__}")
+    q_ref = model.initial_state().q if not is_traced(model) else None
+    q = jnp.asarray(state.q, dtype=float)
+    if q_ref is not None and tuple(q.shape) != tuple(q_ref.shape):
+        raise ValueError(f"modal(): state.q must have the model's shape {tuple(q_ref.shape)}, got {tuple(q.shape)}")
+    if not is_traced(q):
+        bad = np.argwhere(~np.isfinite(np.asarray(q)))
+        if bad.size:
+            raise ValueError(
+                f"modal(): state.q must be finite; non-finite entries at indices {bad[:5].tolist()} "
+                "(a diverged simulation or a failed static solve)"
+            )
+    try:
+        # the mask is static configuration; built with jnp ops it would be staged inside jit
+        with jax.ensure_compile_time_eval():
+            mask = np.asarray(model.fixed_mask(), dtype=bool).reshape(-1)
+    except jax.errors.TracerArrayConversionError as e:  # pragma: no cover - a model with a traced mask
+        raise ValueError("modal(): model.fixed_mask() must not depend on traced values") from e
+    if mask.size != q.size:
+        raise ValueError(f"modal(): model.fixed_mask() has {mask.size} entries but state.q has {q.size}")
+    free = np.flatnonzero(~mask)
+    if free.size == 0:
+        raise ValueError("modal(): the model has no free DOF (every entry of fixed_mask() is True)")
+
+    lin = _linearise(model, q, state.aux, jnp.asarray(t, dtype=float), jnp.asarray(free))
+    M, C, K = lin["M"], lin["C"], lin["K"]
+    traced = is_traced(M) or is_traced(K)
+    massless = np.zeros(0, dtype=int) if is_traced(M) else _massless(np.asarray(M))
+    n_avail = free.size - massless.size
+    if n_avail == 0:
+        raise ValueError(f"modal(): all {free.size} free DOFs are massless (dr/da vanishes): there is no mode")
+    if n_modes is None:
+        n = n_avail
+    else:
+        n = check_int("n_modes", n_modes, min=1)
+        if n > n_avail:
+            extra = f" minus {massless.size} massless" if massless.size else ""
+            raise ValueError(
+                f"modal(): n_modes must be in [1, {n_avail}] (the model's {free.size} free DOFs{extra}), got {n_modes}"
+            )
+    asym = lin["asymmetry"]
+    if traced:
+        general = False
+        K = eqx.error_if(
+            K, asym > symmetry_tol,
+            f"modal(): K is unsymmetric beyond symmetry_tol={symmetry_tol} inside a traced call; call modal() "
+            "outside jit/grad to use the general eigen-solver",
+        )
+    else:
+        general = bool(float(asym) > symmetry_tol)
+    if not is_traced(M):
+        keep = np.setdiff1d(np.arange(free.size), massless)
+        Mm = np.asarray(M)[np.ix_(keep, keep)]
+        if not np.all(np.isfinite(Mm)) or np.any(np.linalg.eigvalsh(0.5 * (Mm + Mm.T)) <= 0):
+            raise ValueError(
+                "modal(): the mass matrix dr/da is not positive definite on the DOFs with mass (min eigenvalue "
+                f"{np.linalg.eigvalsh(0.5 * (Mm + Mm.T)).min():.3e}); a model needs a symmetric positive "
+                "definite inertia on its non-massless free DOFs"
+            )
+    eig = _eigen(M, C, K, lin["J"], jnp.asarray(massless), n, general)
+    shapes = jnp.zeros((n, q.size), dtype=q.dtype).at[:, free].set(eig["phi"]).reshape((n, *q.shape))
+    return ModalResult(
+        omega=eig["omega"],
+        eigenvalues=eig["lam"],
+        mode_shapes=shapes,
+        displacements=eig["disp"],
+        positions=lin["x0"],
+        modal_mass=eig["m"],
+        modal_stiffness=eig["k"],
+        modal_damping=eig["c"],
+        damping_ratio=eig["zeta"],
+        damping_coupling=eig["coupling"],
+        mass_matrix=lin["M"],
+        damping_matrix=C,
+        stiffness_matrix=lin["K"],
+        free_dofs=jnp.asarray(free),
+        massless_dofs=jnp.asarray(massless),
+        stiffness_asymmetry=asym,
+        equilibrium_residual=lin["r0"],
+        state=State(q, jnp.zeros_like(q), state.aux),
+    )
+
+
+def _massless(M):
+    """Indices of free DOFs whose row and column of ``M`` vanish (relative to max|M|)."""
+    scale = np.abs(M).max()
+    if not np.isfinite(scale) or scale == 0.0:
+        return np.arange(M.shape[0]) if scale == 0.0 else np.zeros(0, dtype=int)
+    small = (np.abs(M).max(axis=1) <= MASSLESS_TOL * scale) & (np.abs(M).max(axis=0) <= MASSLESS_TOL * scale)
+    return np.flatnonzero(small)
+
+
+@eqx.filter_jit
+def _linearise(model, q, aux, t, free):
+    """Dense ``M, C, K`` ``(F, F)`` on the free DOFs, the position Jacobian ``(N*3, F)`` and the
+    residual at rest; one ``jacfwd`` over ``(dq, dv, da)`` so the residual is traced once."""
+    shape, nf = q.shape, free.shape[0]
+    q_flat = q.reshape(-1)
+    zero = jnp.zeros_like(q_flat)
+
+    def put(base, x):
+        return base.at[free].set(x).reshape(shape)
+
+    def r_free(z):
+        dq, dv, da = z[:nf], z[nf : 2 * nf], z[2 * nf :]
+        qq = put(q_flat, q_flat[free] + dq)
+        r = model.residual(qq, put(zero, dv), put(zero, da), t, aux)
+        return r.reshape(-1)[free]
+
+    z0 = jnp.zeros(3 * nf, dtype=q.dtype)
+    jac = jax.jacfwd(r_free)(z0)
+    K, C, M = jac[:, :nf], jac[:, nf : 2 * nf], jac[:, 2 * nf :]
+
+    def positions(dq):
+        return model.observe(put(q_flat, q_flat[free] + dq), jnp.zeros_like(q), aux)["positions"].reshape(-1)
+
+    dq0 = jnp.zeros(nf, dtype=q.dtype)
+    J = jax.jacfwd(positions)(dq0)
+    kmax = jnp.max(jnp.abs(K))
+    asym = jnp.max(jnp.abs(K - K.T)) / jnp.where(kmax > 0, kmax, 1.0)
+    return {"M": M, "C": C, "K": K, "J": J, "r0": jnp.max(jnp.abs(r_free(z0))), "asymmetry": asym,
+            "x0": positions(dq0).reshape(-1, 3)}
+
+
+def _mode_scale(phi, J):
+    """``(n,)`` scale of each mode ``phi`` ``(F, n)``: its largest node displacement [m] (so a mode of
+    a round rod is scaled the same whichever direction ``eigh`` picks within a repeated pair), or,
+    for a mode that moves no node (torsion), its largest ``|entry|``; signed so that the largest
+    component of that displacement (entry) is positive."""
+    n = phi.shape[1]
+    d = (J @ phi).reshape(-1, 3, n)
+    norms = jnp.linalg.norm(d, axis=1)  # (N, n)
+    node = jnp.argmax(norms, axis=0)
+    dn = d[node, :, jnp.arange(n)]  # (n, 3)
+    d_scale = norms[node, jnp.arange(n)] * jnp.sign(dn[jnp.arange(n), jnp.argmax(jnp.abs(dn), axis=1)])
+    peak = phi[jnp.argmax(jnp.abs(phi), axis=0), jnp.arange(n)]
+    moves = jnp.abs(d_scale) > 1e-6 * jnp.abs(peak)
+    return jnp.where(moves, d_scale, peak)
+
+
+@eqx.filter_jit
+def _eigen(M, C, K, J, massless, n, general):
+    nf = M.shape[0]
+    if massless.shape[0]:
+        # Guyan condensation: massless DOFs follow the others statically, dq_s = -K_ss^{-1} K_sm dq_m
+        keep = jnp.setdiff1d(jnp.arange(nf), massless, size=nf - massless.shape[0])
+        Ksm = K[jnp.ix_(massless, keep)]
+        Kss = K[jnp.ix_(massless, massless)]
+        T = jnp.zeros((nf, keep.shape[0]), dtype=M.dtype)
+        T = T.at[keep, jnp.arange(keep.shape[0])].set(1.0).at[massless].set(-jnp.linalg.solve(Kss, Ksm))
+    else:
+        T = None
+    Mr, Kr = (M, K) if T is None else (T.T @ M @ T, T.T @ K @ T)
+    L = jnp.linalg.cholesky(0.5 * (Mr + Mr.T))
+    Linv_K = jax.scipy.linalg.solve_triangular(L, Kr, lower=True)
+    A = jax.scipy.linalg.solve_triangular(L, Linv_K.T, lower=True).T  # L^{-1} K L^{-T}
+    if general:
+        lam_c, Y_c = jnp.linalg.eig(A)
+        order = jnp.argsort(lam_c.real)[:n]
+        lam_c, Y_c = lam_c[order], Y_c[:, order]
+        # rotate each complex eigenvector so its largest entry is real before taking the real part
+        big = jnp.take_along_axis(Y_c, jnp.argmax(jnp.abs(Y_c), axis=0)[None], axis=0)
+        lam, Y = lam_c.real, (Y_c * (jnp.abs(big) / big)).real
+    else:
+        lam, Y = jnp.linalg.eigh(0.5 * (A + A.T))
+        lam, Y = lam[:n], Y[:, :n]
+    phi = jax.scipy.linalg.solve_triangular(L.T, Y, lower=False)
+    if T is not None:
+        phi = T @ phi
+    phi = phi / _mode_scale(phi, J)[None, :]
+    m = jnp.einsum("in,ij,jn->n", phi, M, phi)
+    k = jnp.einsum("in,ij,jn->n", phi, K, phi)
+    Cm = phi.T @ C @ phi
+    c = jnp.diag(Cm)
+    zeta = c / (2.0 * jnp.sqrt(jnp.abs(k) * m))
+    # coupling in mass-normalised modes (entries in 1/s, diagonal 2 zeta omega), relative to the
+    # largest modal damping rate: scale-free, and round-off on undamped modes stays at round-off
+    D = jnp.abs(Cm) / jnp.sqrt(jnp.outer(m, m))
+    dmax = jnp.max(jnp.diag(D))
+    ratio = D * (1.0 - jnp.eye(n)) / jnp.where(dmax > 0, dmax, 1.0)
+    omega = jnp.sign(lam) * jnp.sqrt(jnp.abs(lam))
+    disp = (J @ phi).T.reshape(n, -1, 3)
+    return {"omega": omega, "lam": lam, "phi": phi.T, "disp": disp, "m": m, "k": k, "c": c, "zeta": zeta,
+            "coupling": jnp.max(ratio) if n > 1 else jnp.zeros((), dtype=M.dtype)}

@@ -54,7 +54,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-__all__ = ["animate_trajectory", "displacement_scale", "node_chains", "plot_static", "plot_trajectory"]
+__all__ = ["animate_trajectory", "displacement_scale", "node_chains", "plot_modes", "plot_static", "plot_trajectory"]
 
 # 2-D views: (horizontal axis, vertical axis) column indices of positions
 _VIEW_AXES = {"xz": (0, 2), "xy": (0, 1), "yz": (1, 2)}

@@ -7,6 +7,7 @@ by seven orders of magnitude, and float32 Newton solves stall long before they c
 import jax
 
 jax.config.update("jax_enable_x64", True)
+from . import config as _config; _config.apply_defaults()  # noqa: E402,E702  (compilation cache on; see jaxrod.config)
 
 __version__ = "0.1.0"
 

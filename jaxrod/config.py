@@ -207,14 +207,21 @@ _lowered = False
 def _user_sets_cpp_log_level() -> bool:
     return (
         os.environ.get("TF_CPP_MIN_LOG_LEVEL", _JAX_DEFAULT_LEVEL) != _JAX_DEFAULT_LEVEL
-        or jax.config.jax_logging_level not in (None, "NOTSET")
+        or getattr(jax.config, "jax_logging_level", None) not in (None, "NOTSET")
     )
 
 
-def _set_cpp_min_log_level(level: int) -> None:
-    from jax._src.lib import utils
+def _absl_setter():
+    # jaxlib's binding of absl::SetMinLogLevel (what jax_logging_level uses); None if absent
+    try:
+        from jax._src.lib import utils
+    except ImportError:
+        return None
+    return getattr(utils, "absl_set_min_log_level", None)
 
-    utils.absl_set_min_log_level(level)
+
+def _set_cpp_min_log_level(level: int) -> None:
+    _absl_setter()(level)
 
 
 def _on_compile_start(event: str, value: float, **kwargs) -> None:
@@ -251,7 +258,8 @@ def set_quiet_compiles(enabled: bool) -> None:
 
 def _install_compile_listeners() -> None:
     global _listening
-    if _listening:
+    # an older JAX without these hooks simply shows the banner
+    if _listening or _absl_setter() is None or not hasattr(jax.monitoring, "register_scalar_listener"):
         return
     _listening = True
     jax.monitoring.register_scalar_listener(_on_compile_start)

@@ -161,9 +161,14 @@ def _user_configured_jax_cache() -> bool:
 
 def _warn_once(message: str) -> None:
     global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    if _warned:
+        return
+    _warned = True
+    # point at the user's `import jaxrod`, not at this module (warnings skips importlib's frames)
+    level, frame, here = 2, sys._getframe(1), os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def _apply_cache_default() -> None:

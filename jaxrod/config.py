@@ -4,8 +4,8 @@ and the XLA slow-compile banner.
 **Compilation cache.** jaxrod programs (a 200-step implicit rod simulation, a gradient through it)
 take tens of seconds to minutes to compile and milliseconds to seconds to run. JAX can keep
 compiled programs on disk, so that a second process running the same problem shape (the same
-scene, node count and scheme: values such as ``dt`` or material constants do not matter) loads
-them instead of compiling. jaxrod turns this cache on by default, for the library, the ``jaxrod``
+scene, node count and scheme; values passed as arrays, such as ``dt``, do not matter) loads them
+instead of compiling. jaxrod turns this cache on by default, for the library, the ``jaxrod``
 command and notebooks alike, in the user's cache directory:
 
 - Linux and other Unix: ``$XDG_CACHE_HOME/jaxrod/jax-cache`` (``~/.cache/jaxrod/jax-cache``);
@@ -30,11 +30,11 @@ and runs without the cache; importing jaxrod never fails because of it.
 
 jaxrod lowers JAX's threshold for writing an entry from 1 s of compile time to
 :data:`MIN_COMPILE_TIME_SECS`, so that the small programs a run starts with (initial state,
-observation) are cached along with the long time-stepping program; ``JAX_PERSISTENT_CACHE_MIN_
-COMPILE_TIME_SECS`` in the environment takes precedence.
+observation) are cached along with the long time-stepping program;
+``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` in the environment takes precedence.
 
-**The "Very slow compile?" banner.** XLA's compiler starts an alarm with each compilation that,
-after two minutes, logs a red "Very slow compile?  If you want to file a bug, run with envvar
+**The "Very slow compile?" banner.** XLA starts an alarm when it generates code for a program
+that, after two minutes, logs a red "Very slow compile?  If you want to file a bug, run with envvar
 XLA_FLAGS=--xla_dump_to=/tmp/foo ..." banner from C++. A first run of a large rod program can take
 that long on a small machine, which is expected (and cached afterwards), not a bug. The banner is
 an ordinary C++ error log: there is no switch for it alone, only the process-wide minimum log level

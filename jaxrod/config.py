@@ -4,7 +4,8 @@ and the XLA slow-compile banner.
 **Compilation cache.** jaxrod programs (a 200-step implicit rod simulation, a gradient through it)
 take tens of seconds to minutes to compile and milliseconds to seconds to run. JAX can keep
 compiled programs on disk, so that a second process running the same problem shape (the same
-scene, node count and scheme; values passed as arrays, such as ``dt``, do not matter) loads them
+scene, node count, scheme and number of steps; values passed as arrays, such as ``dt``, do not
+matter) loads them
 instead of compiling. jaxrod turns this cache on by default, for the library, the ``jaxrod``
 command and notebooks alike, in the user's cache directory:
 

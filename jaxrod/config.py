@@ -5,9 +5,8 @@ and the XLA slow-compile banner.
 take tens of seconds to minutes to compile and milliseconds to seconds to run. JAX can keep
 compiled programs on disk, so that a second process running the same problem shape (the same
 scene, node count, scheme and number of steps; values passed as arrays, such as ``dt``, do not
-matter) loads them
-instead of compiling. jaxrod turns this cache on by default, for the library, the ``jaxrod``
-command and notebooks alike, in the user's cache directory:
+matter) loads them instead of compiling. jaxrod turns this cache on by default, for the library,
+the ``jaxrod`` command and notebooks alike, in the user's cache directory:
 
 - Linux and other Unix: ``$XDG_CACHE_HOME/jaxrod/jax-cache`` (``~/.cache/jaxrod/jax-cache``);
 - macOS: ``~/Library/Caches/jaxrod/jax-cache``;

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import jax
 
 jax.config.update("jax_enable_x64", True)
-# (configuration defaults applied at import go here, right after float64)
+from . import config as _config; _config.apply_defaults()  # noqa: E402,E702  (compilation cache on; see jaxrod.config)
 
 __version__ = "0.1.0"
 

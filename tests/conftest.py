@@ -1,15 +1,17 @@
-"""Shared test configuration: float64, the persistent compilation cache, and small shared
-problems (module/session-scoped so each compiled program is built once)."""
+"""Shared test configuration: float64, a compilation cache of the tests' own, and small shared
+problems (module/session-scoped so each compiled program is built once).
+
+The tests keep their compiled programs apart from the user's (``jaxrod.config``'s default
+directory): ``JAXROD_CACHE_DIR`` is set, before jaxrod is imported, to ``$JAXROD_TEST_CACHE`` or
+``~/.cache/jaxrod/jax-test-cache``. It is inherited by the subprocesses the tests start (CLI,
+notebooks), so they share that cache. ``JAXROD_TEST_CACHE=off`` runs the suite without a cache
+(cold-start timings)."""
 
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ["JAXROD_CACHE_DIR"] = os.environ.get(
+    "JAXROD_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "jaxrod", "jax-test-cache")
+)
 
-import jax  # noqa: E402
-
-import jaxrod  # noqa: E402,F401  (turns on float64)
-
-_cache = os.environ.get("JAXROD_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "jaxrod", "jax-test-cache"))
-jax.config.update("jax_compilation_cache_dir", os.path.abspath(_cache))
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+import jaxrod  # noqa: E402,F401  (turns on float64 and the cache)

@@ -22,15 +22,8 @@ def test_notebooks_exist():
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes(path, tmp_path, monkeypatch):
-    # the kernel inherits the environment: CPU, and the same persistent XLA cache as conftest.py
-    import jax
-
-    cache = jax.config.jax_compilation_cache_dir
+    # the kernel inherits the environment: CPU, and JAXROD_CACHE_DIR (the tests' cache, conftest.py)
     monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", "cpu"))
-    if cache:
-        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(cache))
-        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
     copy = tmp_path / path.name

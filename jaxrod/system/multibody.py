@@ -39,7 +39,16 @@ change of kinetic energy; with :class:`~jaxrod.timestepping.AverageVectorField` 
 along the step, ``lambda`` constant along it, ``g = 0`` at both ends) kinetic + potential energy
 is conserved up to the quadrature error of the potentials, whatever the step;
 :class:`~jaxrod.timestepping.ImplicitMidpoint` conserves it exactly for a free body (a quadratic
-invariant) and to ``O(dt^2)`` with joints.
+invariant; on a free body the two schemes agreed to 1e-12), not exactly with joints or potentials.
+Measured (``tests/test_system_multibody.py``, AVF): free bodies, energy and ``|L|`` to 1.5e-9
+relative over 1000 steps (Newton tolerance), the direction of the world angular momentum drifts
+at ``O(dt^2)`` (2.4e-4 at ``|omega| dt = 0.05`` after 8 spin periods, 6.1e-5 at half the step);
+a chaotic double pendulum keeps its energy to 1e-8 of ``m g L`` over 2000 steps.
+
+Newton tolerance: ``psi`` and ``mu`` grow during a run (``psi`` by ``omega t``, ``mu`` by
+``lambda t``), so a relative tolerance on them loosens as time goes on; for long runs pass
+``NewtonSolver(rtol=0.0, atol=1e-12)`` (measured on a free spinning body, 1000 steps: energy error
+1.5e-9 relative, against 1e-5 with the default ``rtol = atol = 1e-9``).
 
 Supported schemes: those whose stage velocity is an affine function of ``q_{n+1}`` with a non-zero
 coefficient (``AverageVectorField`` (default), ``ImplicitMidpoint``, ``BackwardEuler``,

@@ -70,11 +70,11 @@ def spinning():
     traj = jaxrod.simulate(system, dt=SPIN_DT, n_steps=SPIN_STEPS, save_every=5, solver=SOLVER, fallback=False)
     J = np.stack([np.diag(INERTIA)] * 3 + [full])
     omega = np.asarray(traj.v)[:, 12:24].reshape(-1, 4, 3)  # body-frame angular velocities
-    return traj, J, omega
+    return traj, J, omega, system
 
 
 def test_free_body_conserves_energy_and_angular_momentum(spinning):
-    traj, J, omega = spinning
+    traj, J, omega, system = spinning
     assert bool(np.all(traj.stats.converged))
     energy = 0.5 * np.einsum("tbi,bij,tbj->tb", omega, J, omega)
     L = np.einsum("tbij,bjk,tbk->tbi", _rotations(traj), J, omega)  # world-frame angular momentum
@@ -87,10 +87,13 @@ def test_free_body_conserves_energy_and_angular_momentum(spinning):
     drift = np.linalg.norm(L - L[0], axis=-1) / np.linalg.norm(L[0], axis=-1)
     assert np.max(drift) < 5e-4
     assert np.all(np.isfinite(traj.positions)) and np.allclose(traj.positions, traj.positions[0], atol=1e-12)
+    # the system's own diagnostics agree with these sums (the bodies do not translate)
+    assert np.allclose(system.energy(traj.positions, traj.frames, traj.v), energy.sum(1), rtol=1e-12)
+    assert np.allclose(system.angular_momentum(traj.positions, traj.frames, traj.v), L.sum(1), rtol=1e-12, atol=1e-12)
 
 
 def test_intermediate_axis_instability(spinning):
-    _, _, omega = spinning
+    _, _, omega, _ = spinning
     w_minor, w_mid, w_major = omega[:, 0, 0], omega[:, 1, 1], omega[:, 2, 2]
     # about the minor and major axes the spin stays (the 1 % wobble only)
     assert np.min(w_minor) > 0.99 and np.min(w_major) > 0.99
@@ -198,6 +201,7 @@ def test_joint_torque_input_reaches_static_deflection():
     assert _pivot_error(traj) < 1e-10
 
 
+@pytest.mark.slow  # compiles the reverse-mode program: 85 s cold on the shared CPU machine
 def test_gradient_through_joint_parameters(pendulum_runs):
     """jax.grad of the final angle with respect to the hinge damping and the torque amplitude
     (implicit differentiation of every Newton solve, reverse mode through the time loop) against

@@ -288,12 +288,13 @@ class MultibodySystem(AbstractImplicitModel):
             xx, pp, _ = self.unpack(qq)
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
-            return (jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + self.joint_potential(xx, RR, t)
-                    + lam @ self.constraints(xx, RR))
+            g = self.constraints(xx, RR)
+            return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + self.joint_potential(xx, RR, t) + lam @ g, g
 
-        r = jax.grad(virtual_work)(q)
+        # g comes back as the value at qq = q: one traced constraint evaluation serves both uses
+        r, g = jax.grad(virtual_work, has_aux=True)(q)
         # multiplier rows: the constraints at the stage point (end_of_step_residual moves them to q_{n+1})
-        return r.at[6 * self.n_bodies :].set(self.constraints(x, R))
+        return r.at[6 * self.n_bodies :].set(g)
 
     def end_of_step_residual(self, q_next, r, t, aux):
         x, psi, _ = self.unpack(q_next)

@@ -199,6 +199,13 @@ def test_joint_torque_input_reaches_static_deflection():
     theta = _angle(traj)
     assert abs(theta[-1] - np.arcsin(0.3)) < 1e-8
     assert _pivot_error(traj) < 1e-10
+    # at rest the hinge carries the weight: its force on the pendulum is m g upwards. Each step's
+    # multiplier alternates by +-4.7e-5 N around it (the undamped (-1)^n velocity mode normal to the
+    # constraint, see the multibody docstring); the mean of two consecutive steps is exact
+    system = _pendulum(0.0)
+    lam = np.asarray(system.multipliers(traj.q, T_SMALL / 60))[-2:, system.constraint_rows()[0]]
+    assert np.allclose(lam.mean(0), [0.0, 0.0, MASS * G, 0.0, 0.0], atol=1e-9)
+    assert np.max(np.abs(lam - lam.mean(0))) < 1e-4
 
 
 @pytest.mark.slow  # compiles the reverse-mode program: 85 s cold on the shared CPU machine

@@ -61,7 +61,8 @@ def spinning():
     tilted initial orientation spinning about a general axis."""
     eps = 0.01
     spins = ([1.0, eps, eps], [eps, 1.0, eps], [eps, eps, 1.0])
-    bodies = [RigidBody(f"b{k}", 2.0, INERTIA, position=[3.0 * k, 0, 0], angular_velocity=w) for k, w in enumerate(spins)]
+    bodies = [RigidBody(f"b{k}", 2.0, INERTIA, position=[3.0 * k, 0, 0], angular_velocity=w)
+              for k, w in enumerate(spins)]
     Q = np.linalg.qr(np.array([[1.0, 0.3, -0.2], [0.1, 1.0, 0.4], [0.5, -0.3, 1.0]]))[0]
     full = Q @ np.diag([1.5, 2.0, 3.0]) @ Q.T
     bodies.append(RigidBody("full", 1.0, full, position=[9.0, 0, 0], orientation=[0.9, 0.2, -0.3, 0.1],
@@ -146,7 +147,8 @@ def pendulum_runs():
     for name, theta0 in (("small", 0.02), ("large", 2.0)):
         k = np.sin(theta0 / 2)
         period = 4 * np.sqrt(I_PIVOT / (MASS * G * DIST)) * _ellipk(k)
-        runs[name] = (jaxrod.simulate(_pendulum(theta0), dt=period / 400, n_steps=PEND_STEPS, solver=SOLVER, fallback=False), period)
+        traj = jaxrod.simulate(_pendulum(theta0), dt=period / 400, n_steps=PEND_STEPS, solver=SOLVER, fallback=False)
+        runs[name] = (traj, period)
     return runs
 
 
@@ -176,7 +178,8 @@ def test_damped_pendulum_decay_rate():
     zeta = 0.05
     omega0 = 2 * np.pi / T_SMALL
     c = 2 * zeta * omega0 * I_PIVOT  # rotational damping N m s/rad
-    traj = jaxrod.simulate(_pendulum(0.02, damping=c), dt=T_SMALL / 400, n_steps=PEND_STEPS, solver=SOLVER, fallback=False)
+    traj = jaxrod.simulate(_pendulum(0.02, damping=c), dt=T_SMALL / 400, n_steps=PEND_STEPS, solver=SOLVER,
+                           fallback=False)
     theta, t = _angle(traj), np.asarray(traj.times)
     # the next maximum after release (a maximum at t = 0), refined by a parabola through 3 samples
     k = int(np.argmax(np.where(t > 0.5 * T_SMALL, theta, -np.inf)))
@@ -219,7 +222,8 @@ def test_gradient_through_joint_parameters(pendulum_runs):
 
     def final_angle(params):
         c, tau = params
-        traj = jaxrod.simulate(_pendulum(0.3, damping=c, torque=tau), dt=dt, n_steps=PEND_STEPS, solver=SOLVER, fallback=False)
+        traj = jaxrod.simulate(_pendulum(0.3, damping=c, torque=tau), dt=dt, n_steps=PEND_STEPS, solver=SOLVER,
+                               fallback=False)
         x = traj.positions[-1, 0]
         return jnp.arctan2(-x[0], -x[2])
 
@@ -298,7 +302,8 @@ def _spherical_pendulum():
     R = np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])  # about x: (0, 0, -1) -> (0, s, -c)
     x0 = SPH_PIVOT + R @ [0.0, 0.0, -SPH_LENGTH]
     # the body's copy of the pivot (body point (0, 0, L)) must not move: omega x (0, 0, L) = -R^T v
-    body = RigidBody("ball", SPH_MASS, SPH_INERTIA, position=x0, orientation=[np.cos(alpha / 2), np.sin(alpha / 2), 0, 0],
+    body = RigidBody("ball", SPH_MASS, SPH_INERTIA, position=x0,
+                     orientation=[np.cos(alpha / 2), np.sin(alpha / 2), 0, 0],
                      velocity=[speed, 0.0, 0.0], angular_velocity=[0.0, -speed / SPH_LENGTH, spin])
     return [body], [Spherical(None, "ball", point=SPH_PIVOT)]
 
@@ -311,7 +316,8 @@ def _welded_pendulum():
     """Two bodies welded (Fixed) into one rigid pendulum hinged about y at WELD_PIVOT, released at
     rest at WELD_THETA0: it must swing like one body with the combined inertia."""
     R = _ry(WELD_THETA0)
-    bodies = [RigidBody(f"weld{k}", m, inertia, position=WELD_PIVOT + R @ [0, 0, -depth], orientation=_quat_y(WELD_THETA0))
+    bodies = [RigidBody(f"weld{k}", m, inertia, position=WELD_PIVOT + R @ [0, 0, -depth],
+                        orientation=_quat_y(WELD_THETA0))
               for k, (m, inertia, depth) in enumerate(WELD_PARTS)]
     joints = [Revolute(None, "weld0", point=WELD_PIVOT, axis=[0, 1, 0]),
               Fixed("weld0", "weld1", point=WELD_PIVOT + R @ [0, 0, -0.45])]
@@ -415,7 +421,8 @@ def _body(**kw):
         (dict(inertia=[[1.0, 0, 0], [0, -1.0, 0], [0, 0, 1.0]]), r"inertia must be positive definite.*-1\.0"),
         (dict(inertia=[1.0, 1.0, 3.0]), r"triangle inequality"),
         (dict(inertia=[[1.0, 0.5, 0], [0, 1.0, 0], [0, 0, 1.0]]), r"inertia must be a finite symmetric"),
-        (dict(orientation=[0.0, 0.0, 0.0, 0.0]), r"orientation must be a finite non-zero quaternion.*\[0\.0, 0\.0, 0\.0, 0\.0\]"),
+        (dict(orientation=[0.0, 0.0, 0.0, 0.0]),
+         r"orientation must be a finite non-zero quaternion.*\[0\.0, 0\.0, 0\.0, 0\.0\]"),
         (dict(name="world"), r"RigidBody\.name must be a non-empty string other than 'world'"),
         (dict(velocity=[1.0, 2.0]), r"RigidBody\('b'\)\.velocity must be 3 finite numbers"),
     ],
@@ -427,11 +434,13 @@ def test_body_validation(kw, match):
 
 def test_system_and_joint_validation():
     b = _body()
-    with pytest.raises(ValueError, match=r"joints\[0\] \(Spherical\)\.body2 = 'missing' names no body; bodies are \['b'\]"):
+    missing = r"joints\[0\] \(Spherical\)\.body2 = 'missing' names no body; bodies are \['b'\]"
+    with pytest.raises(ValueError, match=missing):
         MultibodySystem([b], [Spherical(None, "missing", point=[0, 0, 0])])
     with pytest.raises(ValueError, match=r"body names must be unique, repeated: \['b'\]"):
         MultibodySystem([b, _body()])
-    with pytest.raises(ValueError, match=r"Revolute\.axis must be a finite non-zero 3-vector, got \[0\.0, 0\.0, 0\.0\]"):
+    zero_axis = r"Revolute\.axis must be a finite non-zero 3-vector, got \[0\.0, 0\.0, 0\.0\]"
+    with pytest.raises(ValueError, match=zero_axis):
         Revolute(None, "b", point=[0, 0, 0], axis=[0, 0, 0])
     with pytest.raises(ValueError, match=r"Revolute\.damping must be a finite number >= 0 \[N m s/rad\], got -1\.0"):
         Revolute(None, "b", point=[0, 0, 0], axis=[0, 0, 1], damping=-1.0)

@@ -98,7 +98,9 @@ class RigidBody(eqx.Module):
         inertia = _concrete(self.inertia)
         if inertia is not None:
             if not np.all(np.isfinite(inertia)) or not np.allclose(inertia, inertia.T, rtol=1e-12, atol=0):
-                raise ValueError(f"{owner}.inertia must be a finite symmetric (3, 3) matrix [kg m^2], got {inertia.tolist()}")
+                raise ValueError(
+                    f"{owner}.inertia must be a finite symmetric (3, 3) matrix [kg m^2], got {inertia.tolist()}"
+                )
             ev = np.linalg.eigvalsh(inertia)
             if ev[0] <= 0:
                 raise ValueError(

@@ -159,7 +159,9 @@ class MultibodySystem(AbstractImplicitModel):
             pairs.append(tuple(ids))
         g = np.asarray(gravity, float) if not isinstance(gravity, jax.core.Tracer) else None
         if g is not None and (g.shape != (3,) or not np.all(np.isfinite(g))):
-            raise ValueError(f"MultibodySystem.gravity must be 3 finite numbers [m/s^2], got {np.asarray(gravity).tolist()!r}")
+            raise ValueError(
+                f"MultibodySystem.gravity must be 3 finite numbers [m/s^2], got {np.asarray(gravity).tolist()!r}"
+            )
         if loads is not None and not callable(loads):
             raise ValueError(f"MultibodySystem.loads must be None or a function t -> (forces, torques), got {loads!r}")
         self.bodies, self.body_index, self.loads = bodies, tuple(pairs), loads

@@ -165,7 +165,7 @@ def implicit_step(
 
     def residual(q_next, _):
         q_sub = jnp.where(fixed, qb, q_next)
-        r = scheme.residual(model, q_sub, hist, t, dt, aux)
+        r = model.end_of_step_residual(q_sub, scheme.residual(model, q_sub, hist, t, dt, aux), t + dt, aux)
         return jnp.where(fixed, q_next - qb, r)
 
     def step_limit(q_next, dq):

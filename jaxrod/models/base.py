@@ -74,6 +74,23 @@ class AbstractImplicitModel(eqx.Module):
         Newton from overshooting; it never changes the converged solution."""
         return None
 
+    def end_of_step_residual(self, q_next, r, t, aux):
+        """The step residual with the rows that must hold at the END of the step replaced.
+
+        Time schemes evaluate ``residual`` at a stage point (the midpoint, or an average over the
+        step); an algebraic constraint ``g(q) = 0`` imposed there would let ``g(q_{n+1})`` drift.
+        Models with constraints (:class:`jaxrod.system.MultibodySystem`) overwrite their
+        constraint rows of ``r`` with ``g(q_next)`` here, so the constraints hold to the Newton
+        tolerance after every step whatever the scheme. Default: ``r`` unchanged.
+
+        Args:
+            q_next: end-of-step configuration, shaped like ``q``.
+            r: the scheme's residual, shaped like ``q``.
+            t: end-of-step time [s].
+            aux: reference data of the step (as passed to ``residual``).
+        """
+        return r
+
     @abc.abstractmethod
     def observe(self, q, v, aux):
         """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain

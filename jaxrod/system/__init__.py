@@ -1,9 +1,26 @@
 """Systems built from models: rigid bodies, joints, constraints, model files and modal analysis.
 
+* :mod:`jaxrod.system.bodies`, :mod:`jaxrod.system.joints`, :mod:`jaxrod.system.multibody`:
+  rigid bodies joined by joints (Lagrange multipliers), an implicit model
+  (:class:`~jaxrod.system.multibody.MultibodySystem`) for :func:`jaxrod.simulate`.
 * :mod:`jaxrod.system.modal`: linear modal analysis of any implicit model
   (:func:`~jaxrod.system.modal.modal`, :class:`~jaxrod.system.modal.ModalResult`).
 """
 
+from .bodies import RigidBody
+from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
 from .modal import ModalResult, modal
+from .multibody import BodyFrames, MultibodySystem
 
-__all__ = ["ModalResult", "modal"]
+__all__ = [
+    "AbstractJoint",
+    "BodyFrames",
+    "Fixed",
+    "ModalResult",
+    "MultibodySystem",
+    "PlanarPin",
+    "Revolute",
+    "RigidBody",
+    "Spherical",
+    "modal",
+]

@@ -33,7 +33,7 @@ import time
 __all__ = ["ANNOUNCE_S", "HEARTBEAT_S", "activity", "announced", "compile_ahead", "eta", "say"]
 
 #: seconds of silence after which a running phase prints a heartbeat line
-HEARTBEAT_S = 10.0
+HEARTBEAT_S = 9.0
 #: a compilation that lasts longer than this [s] is announced (quicker ones print nothing)
 ANNOUNCE_S = 0.5
 

@@ -739,8 +739,11 @@ def simulate(
             fails. With ``False`` the trajectory comes back with the failure in ``stats`` and every
             frame after it invalid (``Trajectory.valid`` False, arrays NaN). Either way the run
             stops advancing at the first failed step.
-        progress: print progress lines while running (``True`` for ~20 lines or an int count).
-            Runs in chunks that reuse one compiled program; no chunk runs after a failure.
+        progress: print progress lines to stderr while running (``True`` for ~20 step lines or an
+            int count): each program is compiled ahead of its first call, announced as "compiling
+            ..." with heartbeat lines while it lasts (:mod:`jaxrod.progress`), then the steps run
+            in chunks that reuse one compiled program (lines with the wall time and an ETA); no
+            chunk runs after a failure.
         fallback: retry a failed step with backward Euler at ``dt``, then with two backward-Euler
             half steps (:func:`fallback_ladder`; one-step schemes only). Recovered steps are
             counted in ``stats.fallbacks`` and reported by a :class:`FallbackWarning`. Default
@@ -801,22 +804,24 @@ def simulate(
             run_chunk, (hist0, state.aux, jnp.asarray(False)), n_saves, save_every, n_steps, t0, dt, progress
         )
 
-    times, qs, vs, obs = outs
-    obs0 = model.observe(state.q, state.v, state.aux)
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-    conv, its, jacs, rn, err, fb = (x.reshape(-1) for x in stats)
-    traj = Trajectory(
-        times=cat(jnp.asarray(t0, dtype=times.dtype), times),
-        positions=cat(obs0["positions"], obs["positions"]),
-        frames=cat(obs0["frames"], obs["frames"]) if "frames" in obs else None,
-        twist=cat(obs0["twist"], obs["twist"]) if "twist" in obs else None,
-        q=cat(state.q, qs),
-        v=cat(state.v, vs),
-        stats=SolverStats(conv, its, jacs, rn, err, fb),
-        final=State(*scheme.current(hist_f), aux_f),
-        dt=jnp.asarray(dt),
-    )
-    traj = check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
+    # cold, the eager array operations below compile dozens of small programs (seconds)
+    with activity("assembling the trajectory", enabled=bool(progress) and not traced):
+        times, qs, vs, obs = outs
+        obs0 = model.observe(state.q, state.v, state.aux)
+        cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
+        conv, its, jacs, rn, err, fb = (x.reshape(-1) for x in stats)
+        traj = Trajectory(
+            times=cat(jnp.asarray(t0, dtype=times.dtype), times),
+            positions=cat(obs0["positions"], obs["positions"]),
+            frames=cat(obs0["frames"], obs["frames"]) if "frames" in obs else None,
+            twist=cat(obs0["twist"], obs["twist"]) if "twist" in obs else None,
+            q=cat(state.q, qs),
+            v=cat(state.v, vs),
+            stats=SolverStats(conv, its, jacs, rn, err, fb),
+            final=State(*scheme.current(hist_f), aux_f),
+            dt=jnp.asarray(dt),
+        )
+        traj = check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
     if fallback and not traced:
         _report_fallbacks(traj.stats, scheme, t0, dt)
     return traj
@@ -903,7 +908,7 @@ def static_with_progress(increment, args, x0, load_steps, what, *, describe, str
     Returns ``(NewtonResult of the last increment with converged over all of them, x)``.
     """
     scaled = load_steps > 1
-    call = announced(increment, f"{what} (Newton solve)", stream=stream)
+    call = announced(increment, f"the Newton solve of {what}", stream=stream)
     say(f"{what}: solving, {load_steps} load step{'s' if scaled else ''}", stream)
     ok, x, res, paced = True, x0, None, None
     with activity(f"solving {what}", stream=stream) as phase:

@@ -28,7 +28,7 @@ from ...simulate import (
     static_with_progress,
     validate_steps,
 )
-from ...progress import announced
+from ...progress import activity, announced
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import (
     NewtonResult,
@@ -160,7 +160,7 @@ def solve_static_cosserat(
             _static_increment_jit, (model, _f(t), solver), guess, int(load_steps), what,
             describe=lambda r: f"scaled residual {float(r.residual_norm):.2e}",
         )
-        state = announced(_static_state_jit, f"{what} (state grid)")(model, _f(t), G)
+        state = announced(_static_state_jit, f"the state grid of {what}")(model, _f(t), G)
     else:
         state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
     if throw:
@@ -278,19 +278,21 @@ def simulate_cosserat(
         carry, outs, stats = run_with_progress(run_chunk, carry0, n_saves, save_every, n_steps, t0, dt, progress)
 
     carrier_f, G_f, y_f, _ = carry
-    times, ys, ws, Gs = outs
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-    y_all = cat(state0.y, ys)
-    conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
-    traj = Trajectory(
-        times=cat(jnp.asarray(t0, dtype=times.dtype), times),
-        positions=y_all[..., 0:3],
-        frames=jax.vmap(model.frames)(y_all),
-        twist=None,
-        q=y_all,
-        v=cat(state0.w, ws),
-        stats=SolverStats(conv, its, jacs, rn, err),
-        final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
-        dt=jnp.asarray(dt),
-    )
-    return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
+    # cold, the eager array operations below compile dozens of small programs (seconds)
+    with activity("assembling the trajectory", enabled=report):
+        times, ys, ws, Gs = outs
+        cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
+        y_all = cat(state0.y, ys)
+        conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
+        traj = Trajectory(
+            times=cat(jnp.asarray(t0, dtype=times.dtype), times),
+            positions=y_all[..., 0:3],
+            frames=jax.vmap(model.frames)(y_all),
+            twist=None,
+            q=y_all,
+            v=cat(state0.w, ws),
+            stats=SolverStats(conv, its, jacs, rn, err),
+            final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
+            dt=jnp.asarray(dt),
+        )
+        return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)

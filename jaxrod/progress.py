@@ -14,7 +14,9 @@ talking, so that a user never waits more than about :data:`HEARTBEAT_S` seconds 
   compilation has taken :data:`ANNOUNCE_S` seconds (a program already compiled in this process
   takes about a millisecond and prints nothing), the heartbeat while it lasts, and at the end
   ``"compiled <what> in 41.3 s"`` or, when JAX's persistent compilation cache supplied the
-  executable, ``"loaded <what> from the compilation cache in 0.8 s"``.
+  executable, ``"loaded <what> from the compilation cache in 0.8 s"``. A compilation that lasts
+  longer than :data:`SLOW_COMPILE_NOTE_S` explains once that XLA's own "Very slow compile?"
+  banner, which may follow, is expected.
 * :func:`say` prints a progress line; :func:`eta` formats an estimate of the time left.
 
 Everything here is host-side Python: callers pass ``enabled=False`` when progress is off or when
@@ -36,6 +38,8 @@ __all__ = ["ANNOUNCE_S", "HEARTBEAT_S", "activity", "announced", "compile_ahead"
 HEARTBEAT_S = 9.0
 #: a compilation that lasts longer than this [s] is announced (quicker ones print nothing)
 ANNOUNCE_S = 0.5
+#: after this long [s] a compile heartbeat explains XLA's "Very slow compile?" banner (once)
+SLOW_COMPILE_NOTE_S = 90.0
 
 _lock = threading.Lock()
 _last_output = [time.monotonic()]  # when the last progress line was printed
@@ -188,7 +192,18 @@ def compile_ahead(jitted, *args, what: str, enabled: bool = True, stream=None, *
     if not enabled:
         return None
     before = _CompileEvents.snapshot()
-    with activity(f"compiling {what}", stream=stream, delay=ANNOUNCE_S,
+    start = time.monotonic()
+    noted = []
+
+    def doing():
+        # XLA's own alarm fires after about two minutes of compiling: explain it once, before
+        if not noted and time.monotonic() - start >= SLOW_COMPILE_NOTE_S:
+            noted.append(True)
+            return (f"compiling {what} (if XLA prints a 'Very slow compile?' banner: expected for this "
+                    f"program, not an error)")
+        return f"compiling {what}"
+
+    with activity(doing, stream=stream, delay=ANNOUNCE_S,
                   announce=f"compiling {what} (first run of this shape; cached afterwards)") as phase:
         jitted.lower(*args, **kwargs).compile()
     after = _CompileEvents.snapshot()

@@ -90,6 +90,28 @@ def test_compile_ahead_announces_then_the_call_only_runs(monkeypatch):
     assert out.getvalue() == ""
 
 
+def test_slow_compile_heartbeats_explain_the_xla_banner_once(monkeypatch):
+    class SlowToCompile:  # stands in for a jitted function: lower(...).compile() takes a while
+        def lower(self, *args):
+            return self
+
+        def compile(self):
+            time.sleep(0.8)
+
+    monkeypatch.setattr(progress, "ANNOUNCE_S", 0.0)
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.12)
+    monkeypatch.setattr(progress, "SLOW_COMPILE_NOTE_S", 0.3)
+    out = io.StringIO()
+    progress.compile_ahead(SlowToCompile(), 1, what="a slow program", stream=out)
+    lines = out.getvalue().splitlines()
+    beats = [ln for ln in lines if ln.startswith("  ... still compiling a slow program")]
+    assert len(beats) >= 3, lines
+    assert sum("Very slow compile?" in ln for ln in beats) == 1
+    assert "Very slow compile?" not in beats[0]  # not before SLOW_COMPILE_NOTE_S
+    m = re.fullmatch(r"compiled a slow program in ([0-9.]+) s", lines[-1])
+    assert m and float(m.group(1)) >= 0.75, lines[-1]
+
+
 def test_cli_prints_the_compile_line_before_the_first_step(capsys, monkeypatch):
     from jaxrod.cli import main
 

@@ -921,8 +921,8 @@ def static_with_progress(increment, args, x0, load_steps, what, *, describe, str
             paced = now if paced is None else paced  # the pace excludes step 1 (it may have compiled)
             if scaled:
                 left = eta(k - 1, load_steps - 1, now - paced) if conv else ""
-                say(f"  load step {k:3d}/{load_steps}  factor {k / load_steps:.3f}  Newton its {int(res.iterations):3d}  "
-                    f"{describe(res)}  {'ok' if conv else 'NOT CONVERGED: stopping'}  wall {phase.elapsed:7.2f} s"
+                say(f"  load step {k:3d}/{load_steps}  factor {k / load_steps:.3f}  "
+                    f"Newton its {int(res.iterations):3d}  {describe(res)}  {'ok' if conv else 'NOT CONVERGED: stopping'}  wall {phase.elapsed:7.2f} s"
                     + (f"  {left}" if left else ""), stream)
             if not conv:
                 break

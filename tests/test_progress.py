@@ -134,7 +134,8 @@ def test_cli_prints_the_compile_line_before_the_first_step(capsys, monkeypatch):
 def static_scene():
     from jaxrod import scenes
 
-    return scenes.get_scene("cantilever-static", n_nodes=5, load_parameter=1.0, load_steps=3)
+    # 3 load steps, as the CLI picks for this load (so the CLI test below reuses the program)
+    return scenes.get_scene("cantilever-static", n_nodes=5, load_parameter=1.5, load_steps=3)
 
 
 def test_solve_static_progress_prints_each_load_step_and_agrees(static_scene, capsys):
@@ -155,3 +156,12 @@ def test_solve_static_progress_prints_each_load_step_and_agrees(static_scene, ca
     # the host loop runs the same increments as the compiled scan
     np.testing.assert_allclose(np.asarray(loud.q), np.asarray(quiet.q), rtol=0, atol=1e-12)
     assert bool(res_l.converged) and int(res_l.iterations) == int(res_q.iterations)
+
+
+def test_cli_without_progress_prints_no_progress_lines(static_scene, capsys):
+    from jaxrod.cli import main
+
+    rc = main(["simulate", "cantilever-static", "--n-nodes", "5", "--load-parameter", "1.5", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and err == "", err
+    assert "tip deflection" in out and "3 load step(s)" in out

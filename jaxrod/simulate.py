@@ -1026,7 +1026,12 @@ def simulate_adaptive(
         solver = eqx.tree_at(lambda s: s.reuse_jacobian, solver, False)
     solver = _with_model_solver(model, solver)
     state = model.initial_state() if state0 is None else state0
-    hist = _initial_history_jit(model, scheme, solver, state, _f(t0), _f(dt))
+    report = bool(progress) and not _is_traced((model, state, dt, t0))
+    name = type(scheme).__name__
+    hist = announced(_initial_history_jit, f"the initial history of {name}", enabled=report)(
+        model, scheme, solver, state, _f(t0), _f(dt)
+    )
+    step_jit = announced(_implicit_step_jit, f"one {name} step", enabled=report)
     aux = state.aux
     t, t_end, h = float(t0), float(t0) + float(duration), float(dt)
     times, positions, qs, vs, steps = [t], [_observe_jit(model, state.q, state.v, aux)], [state.q], [state.v], []
@@ -1036,7 +1041,7 @@ def simulate_adaptive(
     next_report = t0 + duration / 20
     while t < t_end * (1 - 1e-12):
         step = min(h, t_end - t)
-        hist1, aux1, res = _implicit_step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
+        hist1, aux1, res = step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
         if bool(res.converged):
             hist, aux, t = hist1, aux1, t + step
             q, v = scheme.current(hist)
@@ -1051,8 +1056,8 @@ def simulate_adaptive(
                 h, easy = min(2 * h, float(dt_max)), 0
             if progress and t >= next_report:
                 next_report += duration / 20
-                print(f"  t = {t:9.4f} s  dt = {h:.3g} s  accepted {len(steps)}  rejected {rejected}  "
-                      f"wall {_time.perf_counter() - wall0:7.2f} s", file=sys.stderr, flush=True)
+                say(f"  t = {t:9.4f} s  dt = {h:.3g} s  accepted {len(steps)}  rejected {rejected}  "
+                    f"wall {_time.perf_counter() - wall0:7.2f} s")
             continue
         rejected += 1
         easy = 0

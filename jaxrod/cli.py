@@ -266,7 +266,7 @@ def _cmd_simulate(args, out, err):
         print(f"nodes     {n}", file=out)
         print(f"solve     static equilibrium, {scene.load_steps} load step(s)", file=out, flush=True)
         t0 = time.perf_counter()
-        state, res = solve_static(model, load_steps=scene.load_steps)
+        state, res = solve_static(model, load_steps=scene.load_steps, progress=not args.no_progress)
         q = np.asarray(state.q)
         wall = time.perf_counter() - t0
         q0 = np.asarray(model.initial_state().q)
@@ -290,10 +290,12 @@ def _cmd_simulate(args, out, err):
             print(f"tip deflection  {deflection:.6e} m", file=out)
         if args.plot:
             from .plot import plot_static
+            from .progress import activity
 
             # the model: a network's limbs are drawn as separate lines, a floor contact as the floor
-            fig = plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3], model=model,
-                              exaggeration=args.exaggerate)
+            with activity(f"drawing {args.plot}", enabled=not args.no_progress):
+                fig = plot_static(q[:, :3], args.plot, title=scene.description, reference_positions=q0[:, :3],
+                                  model=model, exaggeration=args.exaggerate)
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
@@ -368,6 +370,10 @@ def _cmd_simulate(args, out, err):
 
 
 def _write_figures(args, traj, model, scene, out):
+    from .progress import activity
+
+    report = not args.no_progress
+    out.flush()  # the summary first, also when stdout is a pipe
     if args.plot or args.animate:
         from .plot import animate_trajectory, displacement_scale, plot_trajectory
 
@@ -376,11 +382,13 @@ def _write_figures(args, traj, model, scene, out):
         pos = traj.positions
         scale = displacement_scale(pos, pos[0], args.exaggerate, model=model)
     if args.plot:
-        plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
-        print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out)
+        with activity(f"drawing {args.plot}", enabled=report):
+            plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
+        print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)
     if args.animate:
-        animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)
-        print(f"animation {args.animate} (shapes: displacement x {scale:g})", file=out)
+        with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
+            animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)
+        print(f"animation {args.animate} (shapes: displacement x {scale:g})", file=out, flush=True)
     return 0
 
 

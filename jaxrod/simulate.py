@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .models.base import AbstractImplicitModel, State
+from .progress import activity, announced, eta, say
 from .solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
 from .timestepping import AbstractScheme, AverageVectorField, BackwardEuler, ImplicitMidpoint, NewmarkBeta
 from .validation import check_finite_scalar, check_int, resolve_scheme
@@ -411,7 +412,10 @@ def run_with_progress(run_chunk, carry, n_saves, save_every, n_steps, t0, dt, pr
     ``run_chunk(carry, t, chunk, n_active) -> (carry, outs, stats)`` runs ``chunk`` saves (the
     first ``n_active`` of them) from time ``t``. Returns ``(carry, outs, stats)`` like one call.
     After a chunk with a failed step no further chunk runs (early stop): the remaining saves repeat
-    the last frame (masked as invalid later) and their steps are reported skipped.
+    the last frame (masked as invalid later) and their steps are reported skipped. The lines give
+    the wall time since the loop started (the first chunk includes any compilation) and an ETA
+    from the pace of the chunks after the first; a heartbeat line is printed while a chunk takes
+    longer than :data:`jaxrod.progress.HEARTBEAT_S`.
     """
     n_lines = 20 if progress is True else max(1, int(progress))
     chunk = max(1, math.ceil(n_saves / n_lines))
@@ -419,39 +423,43 @@ def run_with_progress(run_chunk, carry, n_saves, save_every, n_steps, t0, dt, pr
     start = _time.perf_counter()
     done = 0
     t = float(t0)
-    while done < n_saves:
-        n_act = min(chunk, n_saves - done)
-        carry, outs_c, stats_c = run_chunk(carry, _f(t), chunk, jnp.asarray(n_act))
-        jax.block_until_ready(outs_c)
-        cut = lambda x: x[:n_act]
-        pieces.append(jax.tree_util.tree_map(cut, outs_c))
-        stat_pieces.append(jax.tree_util.tree_map(cut, stats_c))
-        done += n_act
-        t = float(t0) + done * save_every * float(dt)
-        its = np.asarray(stats_c[1][:n_act])
-        conv = np.asarray(stats_c[0][:n_act]).reshape(-1)
-        ok = bool(np.all(conv))
-        if ok:
-            status = "ok"
-        else:
-            k = (done - n_act) * save_every + int(np.flatnonzero(~conv)[0])
-            status = f"FAILED at step {k} (t = {float(t0) + (k + 1) * float(dt):.6g} s): stopping"
-        print(
-            f"  step {done * save_every:>8d}/{n_steps}  t = {t:9.4f} s  "
-            f"Newton its/step {its.mean():5.2f}  {status}  "
-            f"wall {_time.perf_counter() - start:7.2f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        if not ok and done < n_saves:
-            rest = n_saves - done
-            last = jax.tree_util.tree_map(lambda x: jnp.repeat(x[-1:], rest, axis=0), pieces[-1])
-            skipped = _skipped_stats(jax.tree_util.tree_map(
-                lambda x: jax.ShapeDtypeStruct((rest,) + x.shape[1:], x.dtype), stat_pieces[-1]
-            ))
-            pieces.append(last)
-            stat_pieces.append(skipped)
-            break
+    first = None  # (saves, time) when the first chunk (which may have compiled) ended
+
+    with activity(lambda: f"running the time loop (step {done * save_every}/{n_steps})"):
+        while done < n_saves:
+            n_act = min(chunk, n_saves - done)
+            carry, outs_c, stats_c = run_chunk(carry, _f(t), chunk, jnp.asarray(n_act))
+            jax.block_until_ready(outs_c)
+            cut = lambda x: x[:n_act]
+            pieces.append(jax.tree_util.tree_map(cut, outs_c))
+            stat_pieces.append(jax.tree_util.tree_map(cut, stats_c))
+            done += n_act
+            now = _time.perf_counter()
+            first = (done, now) if first is None else first
+            t = float(t0) + done * save_every * float(dt)
+            its = np.asarray(stats_c[1][:n_act])
+            conv = np.asarray(stats_c[0][:n_act]).reshape(-1)
+            ok = bool(np.all(conv))
+            if ok:
+                status = "ok"
+            else:
+                k = (done - n_act) * save_every + int(np.flatnonzero(~conv)[0])
+                status = f"FAILED at step {k} (t = {float(t0) + (k + 1) * float(dt):.6g} s): stopping"
+            left = eta(done - first[0], n_saves - first[0], now - first[1]) if ok else ""
+            say(
+                f"  step {done * save_every:>8d}/{n_steps}  t = {t:9.4f} s  "
+                f"Newton its/step {its.mean():5.2f}  {status}  "
+                f"wall {now - start:7.2f} s" + (f"  {left}" if left else "")
+            )
+            if not ok and done < n_saves:
+                rest = n_saves - done
+                last = jax.tree_util.tree_map(lambda x: jnp.repeat(x[-1:], rest, axis=0), pieces[-1])
+                skipped = _skipped_stats(jax.tree_util.tree_map(
+                    lambda x: jax.ShapeDtypeStruct((rest,) + x.shape[1:], x.dtype), stat_pieces[-1]
+                ))
+                pieces.append(last)
+                stat_pieces.append(skipped)
+                break
     outs = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
     stats = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *stat_pieces)
     return carry, outs, stats
@@ -731,8 +739,11 @@ def simulate(
             fails. With ``False`` the trajectory comes back with the failure in ``stats`` and every
             frame after it invalid (``Trajectory.valid`` False, arrays NaN). Either way the run
             stops advancing at the first failed step.
-        progress: print progress lines while running (``True`` for ~20 lines or an int count).
-            Runs in chunks that reuse one compiled program; no chunk runs after a failure.
+        progress: print progress lines to stderr while running (``True`` for ~20 step lines or an
+            int count): each program is compiled ahead of its first call, announced as "compiling
+            ..." with heartbeat lines while it lasts (:mod:`jaxrod.progress`), then the steps run
+            in chunks that reuse one compiled program (lines with the wall time and an ETA); no
+            chunk runs after a failure.
         fallback: retry a failed step with backward Euler at ``dt``, then with two backward-Euler
             half steps (:func:`fallback_ladder`; one-step schemes only). Recovered steps are
             counted in ``stats.fallbacks`` and reported by a :class:`FallbackWarning`. Default
@@ -777,10 +788,14 @@ def simulate(
         )
     else:
         solver_m = _with_model_solver(model, solver)
-        hist0 = _initial_history_jit(model, scheme, solver_m, state, _f(t0), _f(dt))
+        name = type(scheme).__name__
+        init = announced(_initial_history_jit, f"the initial history of {name}")
+        hist0 = init(model, scheme, solver_m, state, _f(t0), _f(dt))
+        run = announced(_run_from_hist_jit, f"the time loop ({name}{' with its fallback ladder' if fallback else ''}, "
+                                            f"{jnp.size(state.q)} unknowns)")
 
         def run_chunk(c, t, chunk, n_act):
-            carry, failed, outs_c, stats_c = _run_from_hist_jit(
+            carry, failed, outs_c, stats_c = run(
                 model, scheme, solver_m, c[0], c[1], t, _f(dt), chunk, save_every, n_act, c[2], fallback
             )
             return (*carry, failed), outs_c, stats_c
@@ -789,22 +804,24 @@ def simulate(
             run_chunk, (hist0, state.aux, jnp.asarray(False)), n_saves, save_every, n_steps, t0, dt, progress
         )
 
-    times, qs, vs, obs = outs
-    obs0 = model.observe(state.q, state.v, state.aux)
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-    conv, its, jacs, rn, err, fb = (x.reshape(-1) for x in stats)
-    traj = Trajectory(
-        times=cat(jnp.asarray(t0, dtype=times.dtype), times),
-        positions=cat(obs0["positions"], obs["positions"]),
-        frames=cat(obs0["frames"], obs["frames"]) if "frames" in obs else None,
-        twist=cat(obs0["twist"], obs["twist"]) if "twist" in obs else None,
-        q=cat(state.q, qs),
-        v=cat(state.v, vs),
-        stats=SolverStats(conv, its, jacs, rn, err, fb),
-        final=State(*scheme.current(hist_f), aux_f),
-        dt=jnp.asarray(dt),
-    )
-    traj = check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
+    # cold, the eager array operations below compile dozens of small programs (seconds)
+    with activity("assembling the trajectory", enabled=bool(progress) and not traced):
+        times, qs, vs, obs = outs
+        obs0 = model.observe(state.q, state.v, state.aux)
+        cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
+        conv, its, jacs, rn, err, fb = (x.reshape(-1) for x in stats)
+        traj = Trajectory(
+            times=cat(jnp.asarray(t0, dtype=times.dtype), times),
+            positions=cat(obs0["positions"], obs["positions"]),
+            frames=cat(obs0["frames"], obs["frames"]) if "frames" in obs else None,
+            twist=cat(obs0["twist"], obs["twist"]) if "twist" in obs else None,
+            q=cat(state.q, qs),
+            v=cat(state.v, vs),
+            stats=SolverStats(conv, its, jacs, rn, err, fb),
+            final=State(*scheme.current(hist_f), aux_f),
+            dt=jnp.asarray(dt),
+        )
+        traj = check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
     if fallback and not traced:
         _report_fallbacks(traj.stats, scheme, t0, dt)
     return traj
@@ -834,12 +851,18 @@ def solve_static(
     solver: NewtonSolver | None = None,
     load_steps: int = 1,
     throw: bool = True,
+    progress: bool = False,
 ):
     """Static equilibrium ``r(q, 0, 0, t) = 0`` (zero velocity and acceleration).
 
     Loads are applied in ``load_steps`` equal increments (continuation), each solved by Newton
     from the previous one; the model's ``with_load_factor(s)`` scales its external loads.
     Gradients with respect to model parameters come from the implicit function theorem.
+
+    ``progress=True`` prints to stderr what is being compiled and solved, a heartbeat while it
+    lasts and, with ``load_steps > 1``, one line per load step (the increments then run one
+    compiled call each from the host, instead of one ``lax.scan``; same increments, same
+    result). Ignored under ``jax.jit``/``jax.vmap``/``jax.grad``.
 
     Returns:
         ``(State, NewtonResult)`` of the last increment.
@@ -849,13 +872,20 @@ def solve_static(
 
         if state0 is not None:
             raise ValueError("solve_static(): shooting models take no state0 (pass guess= to solve_static_cosserat)")
-        return solve_static_cosserat(model, t=t, solver=solver, load_steps=load_steps, throw=throw)
+        return solve_static_cosserat(model, t=t, solver=solver, load_steps=load_steps, throw=throw, progress=progress)
     if solver is None:
         solver = NewtonSolver(linear_solver=None, max_steps=100)
     load_steps = check_int("load_steps", load_steps, min=1)
     state = model.initial_state() if state0 is None else state0
     solver = _with_model_solver(model, solver)
-    result, q = _static_jit(model, state, t, solver, int(load_steps))
+    if progress and not _is_traced((model, state, t)):
+        result, q = static_with_progress(
+            _static_increment_jit, (model, state, _f(t), solver), _static_start_jit(model, state, _f(t)),
+            int(load_steps), "static equilibrium",
+            describe=lambda r: f"residual {float(r.residual_norm):.2e}",
+        )
+    else:
+        result, q = _static_jit(model, state, t, solver, int(load_steps))
     if throw:
         if _is_traced(result.converged):
             q = eqx.error_if(q, ~result.converged, "static equilibrium solve did not converge")
@@ -868,30 +898,74 @@ def solve_static(
     return State(q, jnp.zeros_like(q), model.update_aux(q, state.aux)), result
 
 
-def _static(model, state, t, solver, load_steps):
+def static_with_progress(increment, args, x0, load_steps, what, *, describe, stream=None):
+    """Host loop over the load increments of a static solve, with progress lines (shared by the
+    DER and the shooting statics; their compiled path is a ``lax.scan`` over the same increment).
+
+    ``increment(*args, x, s, scaled) -> (x, NewtonResult)`` (a jitted function) solves at load
+    factor ``s`` from ``x`` (``scaled``: the model's loads are scaled, i.e. ``load_steps > 1``);
+    ``what`` names the solve in the messages; ``describe(result)`` adds to a load step's line.
+    Returns ``(NewtonResult of the last increment with converged over all of them, x)``.
+    """
+    scaled = load_steps > 1
+    call = announced(increment, f"the Newton solve of {what}", stream=stream)
+    say(f"{what}: solving, {load_steps} load step{'s' if scaled else ''}", stream)
+    ok, x, res, paced = True, x0, None, None
+    with activity(f"solving {what}", stream=stream) as phase:
+        for k in range(1, load_steps + 1):
+            x, res = call(*args, x, _f(k / load_steps), scaled)
+            jax.block_until_ready(x)
+            conv = bool(res.converged)
+            ok = ok and conv
+            now = _time.perf_counter()
+            paced = now if paced is None else paced  # the pace excludes step 1 (it may have compiled)
+            if scaled:
+                left = eta(k - 1, load_steps - 1, now - paced) if conv else ""
+                say(f"  load step {k:3d}/{load_steps}  factor {k / load_steps:.3f}  "
+                    f"Newton its {int(res.iterations):3d}  {describe(res)}  {'ok' if conv else 'NOT CONVERGED: stopping'}  wall {phase.elapsed:7.2f} s"
+                    + (f"  {left}" if left else ""), stream)
+            if not conv:
+                break
+    say(f"{what}: {'done' if ok else 'FAILED'} in {phase.elapsed:.1f} s ({int(res.iterations)} Newton iterations"
+        f"{' in the last load step' if scaled else ''}, {describe(res)})", stream)
+    res = eqx.tree_at(lambda r: r.factorization, res, None, is_leaf=lambda v: v is None)
+    return eqx.tree_at(lambda r: r.converged, res, jnp.asarray(ok)), x
+
+
+def _static_start(model, state, t):
+    return jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
+
+
+def _static_increment(model, state, t, solver, q, s, scaled):
+    """One load increment at load factor ``s`` from ``q``: ``(q, NewtonResult)``."""
     fixed = model.fixed_mask()
     qb = model.prescribed(t)
     zeros = jnp.zeros_like(state.q)
+    m = model.with_load_factor(s) if scaled else model
 
-    def increment(q, s):
-        m = model.with_load_factor(s) if load_steps > 1 else model
+    def residual(qn, _):
+        q_sub = jnp.where(fixed, qb, qn)
+        r = m.residual(q_sub, zeros, zeros, t, state.aux)
+        return jnp.where(fixed, qn - qb, r)
 
-        def residual(qn, _):
-            q_sub = jnp.where(fixed, qb, qn)
-            r = m.residual(q_sub, zeros, zeros, t, state.aux)
-            return jnp.where(fixed, qn - qb, r)
+    res = newton_solve(residual, q, None, solver)
+    return jnp.where(fixed, qb, res.value), res
 
-        res = newton_solve(residual, q, None, solver)
-        return jnp.where(fixed, qb, res.value), res
 
+def _static(model, state, t, solver, load_steps):
     factors = jnp.arange(1, load_steps + 1) / load_steps
-    q, results = jax.lax.scan(increment, jnp.where(fixed, qb, state.q), factors)
+    q, results = jax.lax.scan(
+        lambda q, s: _static_increment(model, state, t, solver, q, s, load_steps > 1),
+        _static_start(model, state, t), factors,
+    )
     last = jax.tree_util.tree_map(lambda x: x[-1], results)
     ok = jnp.all(results.converged)
     last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
     return eqx.tree_at(lambda r: r.converged, last, ok), q
 
 
+_static_start_jit = eqx.filter_jit(_static_start)
+_static_increment_jit = eqx.filter_jit(_static_increment)
 _static_jit = eqx.filter_jit(_static)
 
 
@@ -952,7 +1026,12 @@ def simulate_adaptive(
         solver = eqx.tree_at(lambda s: s.reuse_jacobian, solver, False)
     solver = _with_model_solver(model, solver)
     state = model.initial_state() if state0 is None else state0
-    hist = _initial_history_jit(model, scheme, solver, state, _f(t0), _f(dt))
+    report = bool(progress) and not _is_traced((model, state, dt, t0))
+    name = type(scheme).__name__
+    hist = announced(_initial_history_jit, f"the initial history of {name}", enabled=report)(
+        model, scheme, solver, state, _f(t0), _f(dt)
+    )
+    step_jit = announced(_implicit_step_jit, f"one {name} step", enabled=report)
     aux = state.aux
     t, t_end, h = float(t0), float(t0) + float(duration), float(dt)
     times, positions, qs, vs, steps = [t], [_observe_jit(model, state.q, state.v, aux)], [state.q], [state.v], []
@@ -962,7 +1041,7 @@ def simulate_adaptive(
     next_report = t0 + duration / 20
     while t < t_end * (1 - 1e-12):
         step = min(h, t_end - t)
-        hist1, aux1, res = _implicit_step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
+        hist1, aux1, res = step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
         if bool(res.converged):
             hist, aux, t = hist1, aux1, t + step
             q, v = scheme.current(hist)
@@ -977,8 +1056,8 @@ def simulate_adaptive(
                 h, easy = min(2 * h, float(dt_max)), 0
             if progress and t >= next_report:
                 next_report += duration / 20
-                print(f"  t = {t:9.4f} s  dt = {h:.3g} s  accepted {len(steps)}  rejected {rejected}  "
-                      f"wall {_time.perf_counter() - wall0:7.2f} s", file=sys.stderr, flush=True)
+                say(f"  t = {t:9.4f} s  dt = {h:.3g} s  accepted {len(steps)}  rejected {rejected}  "
+                    f"wall {_time.perf_counter() - wall0:7.2f} s")
             continue
         rejected += 1
         easy = 0

@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..progress import activity
+from ..progress import say as _say
 from .losses import ROBUST_KINDS, robust_loss
 from .params import ParamSet
 
@@ -447,7 +449,7 @@ def fit(
 
     def say(msg):
         if verbose:
-            print(msg, file=stream, flush=True)
+            _say(msg, stream)
 
     say(
         f"fit: {method}, {n} free parameter(s) {ps.labels()}, {objective.mode}-mode derivatives"
@@ -479,48 +481,58 @@ def fit(
         progress(k, v, gn, np.asarray(th))
         return should_stop(history, gn)
 
-    if method == "lbfgs":
-        opt, step, holder = _lbfgs_step(n, int(memory_size), int(max_linesearch_steps))
-        holder.update(
-            objective=objective, data=data, device=jax.config.jax_default_device
-        )
-        state = opt.init(jnp.asarray(theta))
-        th = jnp.asarray(theta)
-        while True:
-            th_new, state_new, v, g = step(th, state)
-            v, g = float(v), np.asarray(g)
-            check_start(it, v)
-            stop = record(it, v, g, th)
-            if stop:
-                reason, converged = stop, True
-                break
-            if it >= max_iters:
-                break
-            th, state = th_new, state_new
-            it += 1
-        holder.update(objective=None, data=None)
-    else:
-        opt = optax.adam(learning_rate)
-        state = opt.init(jnp.asarray(theta))
-        update = jax.jit(opt.update)
-        th = jnp.asarray(theta)
-        while True:
-            v, g = objective.value_and_grad(th, data)
-            check_start(it, v)
-            if not math.isfinite(v):
-                reason = (
-                    "non-finite loss (simulation failed?); returning the best iterate"
-                )
-                break
-            stop = record(it, v, np.asarray(g), th)
-            if stop:
-                reason, converged = stop, True
-                break
-            if it >= max_iters:
-                break
-            updates, state = update(jnp.asarray(g), state, th)
-            th = optax.apply_updates(th, updates)
-            it += 1
+    if not compiled_before:
+        say("fit: the first evaluation compiles the simulation and its derivatives "
+            "(first run of this shape; cached afterwards)")
+
+    def doing():
+        if objective.compile_time is None:
+            return "compiling and running the first evaluation of the objective"
+        return f"fitting (iteration {it}, {objective.n_evaluations - evals0} evaluations so far)"
+
+    with activity(doing, enabled=verbose, stream=stream):
+        if method == "lbfgs":
+            opt, step, holder = _lbfgs_step(n, int(memory_size), int(max_linesearch_steps))
+            holder.update(
+                objective=objective, data=data, device=jax.config.jax_default_device
+            )
+            state = opt.init(jnp.asarray(theta))
+            th = jnp.asarray(theta)
+            while True:
+                th_new, state_new, v, g = step(th, state)
+                v, g = float(v), np.asarray(g)
+                check_start(it, v)
+                stop = record(it, v, g, th)
+                if stop:
+                    reason, converged = stop, True
+                    break
+                if it >= max_iters:
+                    break
+                th, state = th_new, state_new
+                it += 1
+            holder.update(objective=None, data=None)
+        else:
+            opt = optax.adam(learning_rate)
+            state = opt.init(jnp.asarray(theta))
+            update = jax.jit(opt.update)
+            th = jnp.asarray(theta)
+            while True:
+                v, g = objective.value_and_grad(th, data)
+                check_start(it, v)
+                if not math.isfinite(v):
+                    reason = (
+                        "non-finite loss (simulation failed?); returning the best iterate"
+                    )
+                    break
+                stop = record(it, v, np.asarray(g), th)
+                if stop:
+                    reason, converged = stop, True
+                    break
+                if it >= max_iters:
+                    break
+                updates, state = update(jnp.asarray(g), state, th)
+                th = optax.apply_updates(th, updates)
+                it += 1
 
     wall = time.perf_counter() - t_start
     v_best, th_best, g_best = best

@@ -62,6 +62,7 @@ import csv
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,7 @@ import optax
 
 import jaxrod
 
+from ..progress import ANNOUNCE_S, activity, eta, say
 from ..calibrate.evaluate import Split, evaluate, point_errors, split_markers
 
 # the command-line options import nothing heavy (the CLI parser uses them)
@@ -808,11 +810,15 @@ def _fit_frame(
     }
 
 
-def _compile(problem, target, state):
+def _compile(problem, target, state, progress=False):
     t0 = time.perf_counter()
-    jax.block_until_ready(problem.loss_and_grad(np.zeros(2), target, state))
-    x = jnp.zeros(2)
-    jax.block_until_ready(_lbfgs_update(x, _lbfgs.init(x), x))
+    # announced only when it takes a while (a program compiled before in this process does not)
+    with activity("compiling the fit program", enabled=progress, stream=sys.stdout, delay=ANNOUNCE_S,
+                  announce="  compiling the fit program (loss and gradient through the static solve; "
+                  "first run of this shape; cached afterwards)"):
+        jax.block_until_ready(problem.loss_and_grad(np.zeros(2), target, state))
+        x = jnp.zeros(2)
+        jax.block_until_ready(_lbfgs_update(x, _lbfgs.init(x), x))
     return time.perf_counter() - t0
 
 
@@ -842,41 +848,42 @@ def fit_recording(
     F = targets.shape[0]
     state = problem.initial_state()
     theta = np.asarray(theta0, dtype=float)
-    compile_s = _compile(problem, targets[0], state)  # not timed as part of the fit
+    compile_s = _compile(problem, targets[0], state, progress)  # not timed as part of the fit
 
     out_theta, tip, rms, its, nevs, nits, conv, tags, qs = ([] for _ in range(9))
     opt_state = None
     wall0 = time.perf_counter()
-    for k in range(F):
-        kw = {"max_iter": max_iter, "ftol": ftol, "xtol": xtol}
-        mem = opt_state if carry_memory else None
-        start = theta
-        if predictor and k >= 2:  # linear extrapolation of the last two frames
-            start = 2.0 * out_theta[-1] - out_theta[-2]
-        try:
-            r = _fit_frame(problem, targets[k], start, state, mem, **kw)
-        except RuntimeError:  # the equilibrium solve failed at the extrapolated start
-            r = _fit_frame(problem, targets[k], theta, state, mem, **kw)
-        theta, opt_state, out = r["theta"], r["opt_state"], r["out"]
-        state = (out[0], out[1])  # warm start of the next frame's Newton solves
-        pred = np.asarray(out[4])
-        e_tip, e_rms = _errors(pred, targets[k], problem.weights)
-        out_theta.append(theta.copy())
-        tip.append(e_tip)
-        rms.append(e_rms)
-        its.append(r["iterations"])
-        nevs.append(r["solves"])
-        nits.append(r["newton"])
-        conv.append(r["ok"])
-        tags.append(pred)
-        qs.append(np.asarray(out[0]))
-        if progress and (k % max(1, F // 20) == 0 or k == F - 1):
-            print(
-                f"  [exact-grad] frame {k + 1:4d}/{F}  kappa = ({theta[0]:7.3f}, {theta[1]:7.3f}) 1/m  "
-                f"tip err {e_tip:6.3f} mm  fitted-tag rms {e_rms:6.3f} mm  its {r['iterations']:2d}  solves {r['solves']:2d}  "
-                f"wall {time.perf_counter() - wall0:7.2f} s",
-                flush=True,
-            )
+    with activity(lambda: f"fitting frame {len(out_theta) + 1}/{F}", enabled=progress, stream=sys.stdout):
+        for k in range(F):
+            kw = {"max_iter": max_iter, "ftol": ftol, "xtol": xtol}
+            mem = opt_state if carry_memory else None
+            start = theta
+            if predictor and k >= 2:  # linear extrapolation of the last two frames
+                start = 2.0 * out_theta[-1] - out_theta[-2]
+            try:
+                r = _fit_frame(problem, targets[k], start, state, mem, **kw)
+            except RuntimeError:  # the equilibrium solve failed at the extrapolated start
+                r = _fit_frame(problem, targets[k], theta, state, mem, **kw)
+            theta, opt_state, out = r["theta"], r["opt_state"], r["out"]
+            state = (out[0], out[1])  # warm start of the next frame's Newton solves
+            pred = np.asarray(out[4])
+            e_tip, e_rms = _errors(pred, targets[k], problem.weights)
+            out_theta.append(theta.copy())
+            tip.append(e_tip)
+            rms.append(e_rms)
+            its.append(r["iterations"])
+            nevs.append(r["solves"])
+            nits.append(r["newton"])
+            conv.append(r["ok"])
+            tags.append(pred)
+            qs.append(np.asarray(out[0]))
+            if progress and (k % max(1, F // 20) == 0 or k == F - 1):
+                say(
+                    f"  [exact-grad] frame {k + 1:4d}/{F}  kappa = ({theta[0]:7.3f}, {theta[1]:7.3f}) 1/m  "
+                    f"tip err {e_tip:6.3f} mm  fitted-tag rms {e_rms:6.3f} mm  its {r['iterations']:2d}  solves {r['solves']:2d}  "
+                    f"wall {time.perf_counter() - wall0:7.2f} s  {eta(k + 1, F, time.perf_counter() - wall0)}",
+                    sys.stdout,
+                )
     wall = time.perf_counter() - wall0
     n_tags = int(np.sum(np.asarray(problem.weights) > 0))
     return _fit_result(
@@ -934,7 +941,7 @@ def fit_base_angle(
     states = [problem.initial_state()] * K
     mem = [None] * K
     counts = {"solves": 0}
-    compile_s = _compile(problem, targets[0], states[0])  # not timed as part of the fit
+    compile_s = _compile(problem, targets[0], states[0], progress)  # not timed as part of the fit
     t0 = time.perf_counter()
 
     def fun(x):
@@ -961,9 +968,10 @@ def fit_base_angle(
         return total, grad, ok
 
     x0 = np.asarray([beta0, 0.0][:n_n])
-    x, f, _, it, _, _ = _minimize(
-        fun, x0, max_iter=max_iter, ftol=1e-10, xtol=1e-5, first_step=0.02
-    )
+    with activity(f"fitting the base angle on {K} frames", enabled=progress, stream=sys.stdout):
+        x, f, _, it, _, _ = _minimize(
+            fun, x0, max_iter=max_iter, ftol=1e-10, xtol=1e-5, first_step=0.02
+        )
     beta = float(x[0])
     gamma = float(x[1]) if fit_roll else 0.0
     info = {
@@ -1296,7 +1304,7 @@ def run_real2sim(
     problem0 = SoftLimbProblem(alignment, n_nodes=n_nodes)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    compile_s = _compile(problem0, targets[0], problem0.initial_state())
+    compile_s = _compile(problem0, targets[0], problem0.initial_state(), progress)
     if progress:
         print(f"  compiled the fit program: {compile_s:.1f} s wall, "
               f"{time.process_time() - c0:.1f} s CPU", flush=True)

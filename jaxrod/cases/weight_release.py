@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass
 import jax.numpy as jnp
 import numpy as np
 
+from ..progress import activity, say
 from ..scenes import get_scene
 from ..simulate import simulate
 from ..solvers.jacobian import DenseJacobianSolver
@@ -280,7 +281,13 @@ def synthesize(
                 "rho": true["rho"],
                 "C": true["C"],
             }
-        tip = _predict_with(objective, ps.to_vector(true), times)
+        if verbose:
+            say(f"synthesizing data with the fit model itself ({s.describe_fit_model()}), "
+                f"{s.n_steps} steps ...", stream)
+        # the first evaluation compiles the fit program (its Jacobian too), which the fit reuses
+        with activity("synthesizing data (compiling the fit program, reused by the fit)", enabled=verbose,
+                      stream=stream):
+            tip = _predict_with(objective, ps.to_vector(true), times)
         desc = f"the fit model itself ({s.describe_fit_model()})"
     else:
         model = weight_release_model(
@@ -289,18 +296,19 @@ def synthesize(
         ddt = 1.0 / s.camera_rate
         n = round(s.duration / ddt)
         if verbose:
-            print(
+            say(
                 f"synthesizing data: Cosserat {s.data_integrator}, {s.data_n_points} points, "
                 f"{s.data_segments} segment(s), dt = {1e3 * ddt:g} ms, {n} steps ...",
-                file=stream,
-                flush=True,
+                stream,
             )
+        # progress lines (static equilibrium at release, compilation, steps) go to stderr
         traj = simulate(
             model,
             dt=ddt,
             n_steps=n,
             scheme=DifferenceFormula.bdf_alpha(s.alpha),
             solver=_solver(True),
+            progress=verbose,
         )
         times = np.asarray(traj.times)
         tip = np.asarray(traj.tip)
@@ -309,6 +317,8 @@ def synthesize(
             f"BDF-alpha({s.alpha:g}) dt = {1e3 * ddt:g} ms"
         )
     wall = time.perf_counter() - t0
+    if verbose:
+        say(f"synthesized data in {wall:.1f} s", stream)
     T = times.size
     pos = tip.reshape(T, 1, 3) + rng.normal(0.0, s.noise, (T, 1, 3)) * _xz_mask(T)
     source = (

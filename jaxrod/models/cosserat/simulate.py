@@ -25,8 +25,10 @@ from ...simulate import (
     newton_stats,
     run_with_progress,
     scan_saves,
+    static_with_progress,
     validate_steps,
 )
+from ...progress import activity, announced
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import (
     NewtonResult,
@@ -100,34 +102,47 @@ def _as_formula(scheme) -> DifferenceFormula:
 
 
 # ---- statics -------------------------------------------------------------------------------------
-def _static(model: CosseratModel, t, guess, solver, load_steps):
+def _static_increment(model: CosseratModel, t, solver, G, lf, scaled):
+    """One load increment at load factor ``lf`` from the loads ``G``: ``(G, NewtonResult)``."""
+    del scaled  # the shooting model's step constants take the load factor in any case
     wh = model.zero_history()
+    P = model.step_constants(0.0, lf)
+    res = newton_solve(lambda g, _: model.shooting_residual(g, t, P, wh, lf), G, None, solver)
+    return res.value, res
 
-    def increment(G, lf):
-        P = model.step_constants(0.0, lf)
-        res = newton_solve(lambda g, _: model.shooting_residual(g, t, P, wh, lf), G, None, solver)
-        return res.value, res
 
-    factors = jnp.arange(1, load_steps + 1) / load_steps
-    G, results = jax.lax.scan(increment, guess, factors)
+def _static_state(model: CosseratModel, t, G):
+    """The :class:`CosseratState` at rest for the converged base loads ``G``."""
     P = model.step_constants(0.0)
-    y, (w, w_stages), _, _ = model.integrate(G, t, P, wh)
+    y, (w, w_stages), _, _ = model.integrate(G, t, P, model.zero_history())
+    return CosseratState(y, w, G, w_stages=w_stages)
+
+
+def _static(model: CosseratModel, t, guess, solver, load_steps):
+    factors = jnp.arange(1, load_steps + 1) / load_steps
+    G, results = jax.lax.scan(lambda G, lf: _static_increment(model, t, solver, G, lf, True), guess, factors)
     last = jax.tree_util.tree_map(lambda x: x[-1], results)
     last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
     last = eqx.tree_at(lambda r: r.converged, last, jnp.all(results.converged))
-    return CosseratState(y, w, G, w_stages=w_stages), last
+    return _static_state(model, t, G), last
 
 
 _static_jit = eqx.filter_jit(_static)
+_static_increment_jit = eqx.filter_jit(_static_increment)
+_static_state_jit = eqx.filter_jit(_static_state)
 
 
 def solve_static_cosserat(
     model: CosseratModel, *, t: float = 0.0, guess=None, solver: NewtonSolver | None = None,
-    load_steps: int = 1, throw: bool = True,
+    load_steps: int = 1, throw: bool = True, progress: bool | str = False,
 ) -> tuple[CosseratState, NewtonResult]:
     """Static equilibrium (Till et al. eq. 8: the infinite-time-step limit) at time ``t`` [s].
 
     Loads (gravity, distributed, tip and point loads) are applied in ``load_steps`` increments.
+    ``progress``: print what is compiled and solved (stderr), a heartbeat while it lasts and a
+    line per load step when there are several (they then run one compiled call each; same
+    increments, same result); a string names the solve in the messages (default "static
+    equilibrium"). Ignored under ``jax.jit``/``jax.vmap``/``jax.grad``.
     Returns ``(CosseratState, NewtonResult)``; raises :class:`~jaxrod.simulate.ConvergenceError`
     when the shooting solve fails (``throw=True``).
     """
@@ -139,7 +154,15 @@ def solve_static_cosserat(
     guess = jnp.asarray(guess, dtype=float)
     if guess.shape != (model.n_unknowns,):
         raise ValueError(f"guess must have shape ({model.n_unknowns},) (the shooting unknowns), got {guess.shape}")
-    state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
+    if progress and not _is_traced((model, t, guess)):
+        what = progress if isinstance(progress, str) else "static equilibrium"
+        res, G = static_with_progress(
+            _static_increment_jit, (model, _f(t), solver), guess, int(load_steps), what,
+            describe=lambda r: f"scaled residual {float(r.residual_norm):.2e}",
+        )
+        state = announced(_static_state_jit, f"the state grid of {what}")(model, _f(t), G)
+    else:
+        state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
     if throw:
         if _is_traced(res.converged):
             state = eqx.error_if(state, ~res.converged, "static shooting solve did not converge")
@@ -227,8 +250,11 @@ def simulate_cosserat(
     formula = _as_formula(scheme)
     solver = DEFAULT_SOLVER if solver is None else solver
     n_steps, n_saves = validate_steps(dt, n_steps, duration, save_every)
+    report = bool(progress) and not _is_traced((model, state0, dt, t0, formula))
     if state0 is None:
-        state0, _ = solve_static_cosserat(model, t=t0, throw=throw)
+        state0, _ = solve_static_cosserat(
+            model, t=t0, throw=throw, progress=report and "static equilibrium at t0 (initial state)"
+        )
     traced = _is_traced((model, state0, dt, t0, formula))
     if state0.carrier is not None and not (
         isinstance(state0.carrier, tuple) and isinstance(state0.carrier[0], tuple) and len(state0.carrier[0]) == 2
@@ -244,25 +270,29 @@ def simulate_cosserat(
     if not progress or traced:
         carry, outs, stats = _run_jit(model, formula, solver, carry0, _f(dt), n_saves, save_every, jnp.asarray(n_saves))
     else:
+        run = announced(_run_jit, f"the time loop ({formula.describe()}, {model.n_unknowns} shooting unknowns)")
+
         def run_chunk(c, t, chunk, n_act):
-            return _run_jit(model, formula, solver, (*c[:3], t), _f(dt), chunk, save_every, n_act)
+            return run(model, formula, solver, (*c[:3], t), _f(dt), chunk, save_every, n_act)
 
         carry, outs, stats = run_with_progress(run_chunk, carry0, n_saves, save_every, n_steps, t0, dt, progress)
 
     carrier_f, G_f, y_f, _ = carry
-    times, ys, ws, Gs = outs
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-    y_all = cat(state0.y, ys)
-    conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
-    traj = Trajectory(
-        times=cat(jnp.asarray(t0, dtype=times.dtype), times),
-        positions=y_all[..., 0:3],
-        frames=jax.vmap(model.frames)(y_all),
-        twist=None,
-        q=y_all,
-        v=cat(state0.w, ws),
-        stats=SolverStats(conv, its, jacs, rn, err),
-        final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
-        dt=jnp.asarray(dt),
-    )
-    return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
+    # cold, the eager array operations below compile dozens of small programs (seconds)
+    with activity("assembling the trajectory", enabled=report):
+        times, ys, ws, Gs = outs
+        cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
+        y_all = cat(state0.y, ys)
+        conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
+        traj = Trajectory(
+            times=cat(jnp.asarray(t0, dtype=times.dtype), times),
+            positions=y_all[..., 0:3],
+            frames=jax.vmap(model.frames)(y_all),
+            twist=None,
+            q=y_all,
+            v=cat(state0.w, ws),
+            stats=SolverStats(conv, its, jacs, rn, err),
+            final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
+            dt=jnp.asarray(dt),
+        )
+        return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)

@@ -4,7 +4,7 @@ Importing jaxrod turns on float64 (``jax_enable_x64``): rod problems mix stiffne
 by seven orders of magnitude, and float32 Newton solves stall long before they converge.
 """
 
-import importlib as _importlib
+from ._lazy import lazy_attributes as _lazy_attributes
 import sys as _sys
 import types as _types
 from typing import TYPE_CHECKING
@@ -134,19 +134,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
-    elif name in _SUBMODULES:
-        value = _importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES, listed=__all__)
 
 
 class _Package(_types.ModuleType):

@@ -22,7 +22,7 @@ is imported when the scene is built or when one of its names below is first used
 
 from __future__ import annotations
 
-import importlib as _importlib
+from .._lazy import lazy_attributes as _lazy_attributes
 from typing import TYPE_CHECKING
 
 from .registry import REGISTRY, SCENES, SceneInfo, get_scene, scene_info
@@ -79,16 +79,4 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from .scene import Scene
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
-    elif name in _SUBMODULES:
-        value = _importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return sorted({*globals(), *_LAZY, *_SUBMODULES})
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)

@@ -74,7 +74,8 @@ def test_compile_ahead_announces_then_the_call_only_runs(monkeypatch):
     out = io.StringIO()
     wall = progress.compile_ahead(f, x, what="a test program", stream=out)
     lines = out.getvalue().splitlines()
-    assert lines[0] == "compiling a test program (first run of this shape; cached afterwards)"
+    assert lines[0] == ("compiling a test program (or loading it from the compilation cache when this shape "
+                        "ran before)")
     assert re.fullmatch(r"(compiled a test program|loaded a test program from the compilation cache) in [0-9.]+ s",
                         lines[-1])
     assert wall is not None and wall >= 0

@@ -97,10 +97,12 @@ for n in (1, 2):
         """## 3. Gradient of a trajectory loss with respect to Young's modulus
 
 Forward mode through 250 Newmark steps (each Newton solve differentiated implicitly), checked
-against a central finite difference. The loss reuses the compiled 250-step program."""
+against a central finite difference. The loss reuses the compiled 250-step program of section 1
+(only array values change)."""
     ),
     new_code_cell(
         """def loss(E_):
+    E_ = jnp.asarray(E_, dtype=float)  # an array leaf: new values reuse the compiled program
     m = eqx.tree_at(lambda m: (m.rod.youngs_modulus, m.rod.shear_modulus), model, (E_, E_ / 3.0))
     tr = jaxrod.simulate(m, dt=0.004, n_steps=250, scheme=jaxrod.NewmarkBeta(), solver=solver, save_every=5)
     return jnp.mean(tr.tip[:, 2] ** 2)

@@ -39,9 +39,14 @@ P0 = {
 }
 
 
+# one compiled program (reverse mode, its primal output is the loss) serves the gradient and every
+# finite-difference run (a separate forward-only program would be a second compilation)
+loss_and_grad = jax.jit(jax.value_and_grad(loss))
+
+
 @pytest.fixture(scope="module")
 def grads():
-    return jax.jit(jax.grad(loss))(P0)
+    return loss_and_grad(P0)[1]
 
 
 @pytest.mark.parametrize(
@@ -49,14 +54,13 @@ def grads():
     [("E", None, 1e-5), ("rho", None, 1e-5), ("kappa", None, 1e-4), ("force", 0, 1e-3), ("force", 2, 1e-3)],
 )
 def test_gradient_matches_central_differences(grads, name, idx, rel_step):
-    f = jax.jit(loss)
     base = P0[name]
     h = rel_step * float(jnp.max(jnp.abs(base)))
 
     def shifted(delta):
         p = dict(P0)
         p[name] = base + delta if idx is None else base.at[idx].add(delta)
-        return float(f(p))
+        return float(loss_and_grad(p)[0])
 
     fd = (shifted(h) - shifted(-h)) / (2 * h)
     g = float(grads[name] if idx is None else grads[name][idx])
@@ -90,8 +94,10 @@ def test_banded_jacobian_equals_dense_on_random_state():
         return model.residual(x.reshape(q.shape), v, jnp.zeros_like(q), 0.0, state.aux).reshape(-1)
 
     x = q.reshape(-1)
-    dense = jax.jacfwd(f)(x)
-    banded = jaxrod.BandedJacobianSolver(lower=10, upper=10).linearize(f, x).to_dense()
+    # one compiled program for both (op-by-op dispatch of the two Jacobians costs more than compiling)
+    dense, banded = jax.jit(
+        lambda x: (jax.jacfwd(f)(x), jaxrod.BandedJacobianSolver(lower=10, upper=10).linearize(f, x).to_dense())
+    )(x)
     assert float(jnp.max(jnp.abs(dense))) > 1.0
     np.testing.assert_allclose(np.asarray(banded), np.asarray(dense), rtol=0, atol=1e-9 * float(jnp.max(jnp.abs(dense))))
     # outside the band the dense Jacobian is exactly zero, which is what makes colouring valid

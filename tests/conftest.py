@@ -14,4 +14,20 @@ os.environ["JAXROD_CACHE_DIR"] = os.environ.get(
     "JAXROD_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "jaxrod", "jax-test-cache")
 )
 
+import jax  # noqa: E402
+import pytest  # noqa: E402
+
 import jaxrod  # noqa: E402,F401  (turns on float64 and the cache)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's in-memory compiled programs after each test module: an xdist worker runs many
+    modules and otherwise holds every executable it ever built (8+ GB per worker seen on a full
+    run; CI has 24 GiB for two). A later module needing the same program loads it from the
+    persistent cache."""
+    yield
+    import gc
+
+    jax.clear_caches()
+    gc.collect()

@@ -61,6 +61,7 @@ __all__ = [
     "apply_defaults",
     "cache_dir",
     "default_cache_dir",
+    "quiet_compiles",
     "set_cache_dir",
     "set_quiet_compiles",
 ]
@@ -259,6 +260,12 @@ def set_quiet_compiles(enabled: bool) -> None:
     if not isinstance(enabled, bool):
         raise TypeError(f"set_quiet_compiles: enabled must be True or False, got {enabled!r}")
     _quiet = enabled
+
+
+def quiet_compiles() -> bool:
+    """Whether XLA's slow-compile banner is being hidden during compiles (on by default; off with
+    :func:`set_quiet_compiles` ``(False)``, a user's own C++ log level, or a JAX without the hooks)."""
+    return _quiet and _listening and not _user_sets_cpp_log_level()
 
 
 def _install_compile_listeners() -> None:

@@ -17,7 +17,7 @@ talking, so that a user never waits more than about :data:`HEARTBEAT_S` seconds 
   ``"compiled <what> in 41.3 s"`` or, when JAX's persistent compilation cache supplied the
   executable, ``"loaded <what> from the compilation cache in 0.8 s"``. A compilation that lasts
   longer than :data:`SLOW_COMPILE_NOTE_S` explains once that XLA's own "Very slow compile?"
-  banner, which may follow, is expected.
+  banner, which may follow, is expected (only when :mod:`jaxrod.config` does not hide it).
 * :func:`say` prints a progress line; :func:`eta` formats an estimate of the time left.
 
 Everything here is host-side Python: callers pass ``enabled=False`` when progress is off or when
@@ -32,6 +32,8 @@ import contextlib
 import sys
 import threading
 import time
+
+from .config import quiet_compiles
 
 __all__ = ["ANNOUNCE_S", "HEARTBEAT_S", "activity", "announced", "compile_ahead", "eta", "say"]
 
@@ -200,7 +202,7 @@ def compile_ahead(jitted, *args, what: str, enabled: bool = True, stream=None, *
 
     def doing():
         # XLA's own alarm fires after about two minutes of compiling: explain it once, before
-        if not noted and time.monotonic() - start >= SLOW_COMPILE_NOTE_S:
+        if not noted and time.monotonic() - start >= SLOW_COMPILE_NOTE_S and not quiet_compiles():
             noted.append(True)
             return (f"compiling {what} (if XLA prints a 'Very slow compile?' banner: expected for this "
                     f"program, not an error)")

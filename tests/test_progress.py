@@ -102,6 +102,7 @@ def test_slow_compile_heartbeats_explain_the_xla_banner_once(monkeypatch):
     monkeypatch.setattr(progress, "ANNOUNCE_S", 0.0)
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.12)
     monkeypatch.setattr(progress, "SLOW_COMPILE_NOTE_S", 0.3)
+    monkeypatch.setattr(progress, "quiet_compiles", lambda: False)  # the banner shown (user's choice)
     out = io.StringIO()
     progress.compile_ahead(SlowToCompile(), 1, what="a slow program", stream=out)
     lines = out.getvalue().splitlines()

@@ -40,6 +40,8 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# compile columns measure compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one
+os.environ.setdefault("JAXROD_CACHE_DIR", "off")
 
 import argparse
 import math

@@ -66,6 +66,8 @@ import os
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# compile columns measure compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one
+os.environ.setdefault("JAXROD_CACHE_DIR", "off")
 # Benchmark the checkout this script lives in, whatever `pip install -e` points at (the header
 # prints where jaxrod was imported from).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -38,10 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import unskew
-
-
-def _f64(x):
-    return jnp.asarray(x, dtype=jnp.float64)
+from .bodies import _f64
 
 
 def _frame_from_axis(axis):

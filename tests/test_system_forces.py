@@ -258,6 +258,7 @@ def _final_position(params):
 grad_and_value = jax.jit(jax.jacfwd(_final_position, has_aux=True))
 
 
+@pytest.mark.slow  # compiles the forward-mode program: 77 s cold on the shared CPU machine
 def test_gradient_wrt_stiffness_and_damping():
     """Gradient of the final position of a spring + power-law damper (p = 1.5) oscillator with
     respect to the stiffness and the damping coefficient (implicit differentiation of every step)

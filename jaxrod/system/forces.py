@@ -72,7 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import rotation_matrix
-from .bodies import RigidBody, _f64
+from .bodies import RigidBody, _check_vector, _f64
 from .joints import Revolute, _check_side
 
 MODES = ("both", "tension", "compression")
@@ -89,12 +89,17 @@ def _check_number(owner, name, value, unit, minimum=0.0, strict=False):
         raise ValueError(f"{owner}.{name} must be a finite number {rel} {minimum:g} [{unit}], got {x.tolist()!r}")
 
 
-def _check_vector(owner, name, value):
-    if isinstance(value, jax.core.Tracer):
-        return
-    p = np.asarray(value, float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise ValueError(f"{owner}.{name} must be 3 finite numbers [m], got {np.asarray(value).tolist()!r}")
+def _check_law(owner, coefficients, energy, variable):
+    """Checks of the energy-law parameters shared by :class:`Spring` and :class:`TorsionSpring`."""
+    if not isinstance(coefficients, jax.core.Tracer):
+        c = np.asarray(coefficients, float)
+        if c.ndim != 1 or not np.all(np.isfinite(c)):
+            raise ValueError(
+                f"{owner}.coefficients must be a 1-D sequence of finite numbers (force terms in {variable}^2, "
+                f"{variable}^3, ...), got {c.tolist()!r}"
+            )
+    if energy is not None and not callable(energy):
+        raise ValueError(f"{owner}.energy must be None or a function {variable} -> energy [J], got {energy!r}")
 
 
 def _frame(axis):
@@ -205,8 +210,8 @@ class _TwoPoints(AbstractForce):
 
     def __check_init__(self):
         owner = type(self).__name__
-        _check_vector(owner, "point1", self.point1)
-        _check_vector(owner, "point2", self.point2)
+        _check_vector(owner, "point1", self.point1, 3)
+        _check_vector(owner, "point2", self.point2, 3)
         _check_number(owner, "rest_length", self.rest_length, "m")
         _check_number(owner, "smoothing", self.smoothing, "m")
         if self.mode not in MODES:
@@ -259,15 +264,7 @@ class Spring(_TwoPoints):
 
     def __check_init__(self):
         _check_number("Spring", "stiffness", self.stiffness, "N/m")
-        if not isinstance(self.coefficients, jax.core.Tracer):
-            c = np.asarray(self.coefficients, float)
-            if c.ndim != 1 or not np.all(np.isfinite(c)):
-                raise ValueError(
-                    f"Spring.coefficients must be a 1-D sequence of finite numbers (tension terms in e^2, e^3, ...), "
-                    f"got {c.tolist()!r}"
-                )
-        if self.energy is not None and not callable(self.energy):
-            raise ValueError(f"Spring.energy must be None or a function extension [m] -> energy [J], got {self.energy!r}")
+        _check_law("Spring", self.coefficients, self.energy, "e")
 
     def potential(self, c):
         return _law_energy(self.stiffness, self.coefficients, self.energy, self.extension(c)[1])
@@ -335,7 +332,7 @@ class PointForce(AbstractForce):
     has_force: ClassVar[bool] = True
 
     def __check_init__(self):
-        _check_vector("PointForce", "point", self.point)
+        _check_vector("PointForce", "point", self.point, 3)
         if not callable(self.force):
             raise ValueError(
                 f"PointForce.force must be a function (t, position, velocity) -> force (3,) [N], got {self.force!r}"
@@ -392,12 +389,7 @@ class TorsionSpring(_AxisElement):
     def __check_init__(self):
         _check_number("TorsionSpring", "stiffness", self.stiffness, "N m/rad")
         _check_number("TorsionSpring", "rest_angle", self.rest_angle, "rad", minimum=-np.inf)
-        if not isinstance(self.coefficients, jax.core.Tracer):
-            c = np.asarray(self.coefficients, float)
-            if c.ndim != 1 or not np.all(np.isfinite(c)):
-                raise ValueError(f"TorsionSpring.coefficients must be a 1-D sequence of finite numbers, got {c.tolist()!r}")
-        if self.energy is not None and not callable(self.energy):
-            raise ValueError(f"TorsionSpring.energy must be None or a function angle [rad] -> energy [J], got {self.energy!r}")
+        _check_law("TorsionSpring", self.coefficients, self.energy, "x")
 
     def potential(self, c):
         return _law_energy(self.stiffness, self.coefficients, self.energy, c - self.rest_angle)
@@ -436,7 +428,10 @@ class JointTorque(_AxisElement):
             raise ValueError(f"JointTorque.torque must be a function (t, angle, rate) -> torque [N m], got {self.torque!r}")
 
     def generalised_force(self, c, c_dot, t):
-        return jnp.asarray(self.torque(t, c, c_dot), dtype=c.dtype)
+        tau = jnp.asarray(self.torque(t, c, c_dot), dtype=c.dtype)
+        if tau.shape != ():
+            raise ValueError(f"JointTorque.torque must return a scalar torque [N m], got shape {tau.shape}")
+        return tau
 
 
 class PDController(_AxisElement):

@@ -319,6 +319,10 @@ def test_element_laws_in_the_residual():
     pC, uC = np.array([1.3, 6.0, 0.4]), np.array([0.2, -0.5, 0.1])
     pair = RigidBody("pair", M, SMALL, position=pC, velocity=uC)
     anchor, k2, c2, a4, c_d, p_d = np.array([0.0, 6.0, 0.0]), 3.0, 4.0, 7.0, 0.9, 0.5
+    # a smooth compression-only spring and damper in contact (e < 0), a tension-only damper (slack)
+    pD, uD, anchorD = np.array([0.98, 9.0, 0.0]), np.array([-0.3, 0.2, 0.0]), np.array([0.0, 9.0, 0.0])
+    w_s, k_c, c_c = 0.01, 50.0, 2.0
+    contact = RigidBody("contact", M, SMALL, position=pD, velocity=uD)
     z = [0.0, 0.0, 1.0]
     forces = [
         # the angle is zero at assembly: a rest angle -theta puts the spring theta from rest
@@ -330,12 +334,17 @@ def test_element_laws_in_the_residual():
                energy=lambda e: a4 * e**4),
         Damper(None, "pair", point1=anchor, point2=pC, damping=c_d, exponent=p_d, direction="full",
                velocity_scale=eps),
+        Spring(None, "contact", point1=anchorD, point2=pD, stiffness=k_c, rest_length=1.0, mode="compression",
+               smoothing=w_s),
+        Damper(None, "contact", point1=anchorD, point2=pD, damping=c_c, rest_length=1.0, mode="compression",
+               smoothing=w_s),
+        Damper(None, "contact", point1=anchorD, point2=pD, damping=100.0, rest_length=1.0, mode="tension"),
     ]
-    system = MultibodySystem([spin, push, pair], forces=forces)
+    system = MultibodySystem([spin, push, pair, contact], forces=forces)
     state = system.initial_state()
     residual = eqx.filter_jit(lambda s, st: s.residual(st.q, st.v, jnp.zeros_like(st.v), t, st.aux))
     res = np.asarray(residual(system, state))
-    f_x, f_psi = res[:9].reshape(3, 3), res[9:18].reshape(3, 3)
+    f_x, f_psi = res[:12].reshape(4, 3), res[12:24].reshape(4, 3)
     # torsion: k x + k3 x^3 + c w (w^2 + eps^2)^((p - 1) / 2) - tau0 about z; nothing else
     expected_spin = k_t * theta + k3 * theta**3 + c_t * w * (w * w + eps * eps) ** ((p_t - 1) / 2) - tau0
     assert np.allclose(f_psi[0], [0.0, 0.0, expected_spin], atol=1e-12, rtol=1e-12)
@@ -350,3 +359,10 @@ def test_element_laws_in_the_residual():
     damping = c_d * uC * (uC @ uC + eps * eps) ** ((p_d - 1) / 2)
     assert np.allclose(f_x[2], tension * n + damping, atol=1e-12, rtol=1e-12)
     assert np.allclose(f_psi[2], 0.0, atol=1e-12)  # attached at the centre of mass
+    # smooth switch: energy k r^2 / 2 with r = -w softplus(-e / w), so the tension is k r sigmoid(-e / w);
+    # the damper is scaled by the same sigmoid; the slack tension-only damper exerts nothing
+    d = pD - anchorD
+    e, n = np.linalg.norm(d) - 1.0, d / np.linalg.norm(d)
+    sig = 1 / (1 + np.exp(e / w_s))
+    r_c = -w_s * np.log1p(np.exp(-e / w_s))
+    assert np.allclose(f_x[3], (k_c * r_c * sig + c_c * (uD @ n) * sig) * n, atol=1e-12, rtol=1e-12)

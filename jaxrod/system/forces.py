@@ -425,7 +425,9 @@ class JointTorque(_AxisElement):
 
     def __check_init__(self):
         if not callable(self.torque):
-            raise ValueError(f"JointTorque.torque must be a function (t, angle, rate) -> torque [N m], got {self.torque!r}")
+            raise ValueError(
+                f"JointTorque.torque must be a function (t, angle, rate) -> torque [N m], got {self.torque!r}"
+            )
 
     def generalised_force(self, c, c_dot, t):
         tau = jnp.asarray(self.torque(t, c, c_dot), dtype=c.dtype)

@@ -64,6 +64,8 @@ coefficient (``AverageVectorField`` (default), ``ImplicitMidpoint``, ``BackwardE
 that solve for a consistent initial acceleration (``NewmarkBeta()``, ``BDF2``, ``Trapezoid``: the
 multiplier rows do not involve the acceleration), and :func:`~jaxrod.solve_static` (at zero
 velocity the multipliers vanish; a static solve needs the multipliers as coordinates).
+:func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
+modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
 """
 
 from __future__ import annotations
@@ -392,6 +394,11 @@ class MultibodySystem(AbstractImplicitModel):
         _, psi, _ = self.unpack(q)
         quat = quat_multiply(aux.quat, quat_from_axis_angle(psi - aux.psi))
         return BodyFrames(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True), psi)
+
+    def multiplier_mask(self):
+        """``(n_coordinates,)`` True on the integrated multipliers ``mu`` (see
+        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        return np.arange(self.n_coordinates) >= 6 * self.n_bodies
 
     def default_linear_solver(self):
         return DenseJacobianSolver()

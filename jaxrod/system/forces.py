@@ -205,8 +205,10 @@ class _TwoPoints(AbstractForce):
 
     def __post_init__(self):
         if self.rest_length is None:
-            p1, p2 = np.asarray(self.point1, float), np.asarray(self.point2, float)
-            self.rest_length = float(np.linalg.norm(p2 - p1)) if p1.shape == p2.shape == (3,) else 0.0
+            # jnp: the points may be tracers (a system built inside jax.jit); bad shapes are reported
+            # by __check_init__
+            ok = np.shape(self.point1) == np.shape(self.point2) == (3,)
+            self.rest_length = jnp.linalg.norm(_f64(self.point2) - _f64(self.point1)) if ok else 0.0
 
     def __check_init__(self):
         owner = type(self).__name__

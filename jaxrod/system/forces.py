@@ -3,17 +3,15 @@
 TMTDyn's actions catalogue (spec 4.3, 6.2, 6.3) as elements attached to two bodies (or a body and
 the world), passed as ``MultibodySystem(..., forces=[...])``:
 
-=======================  =================================  ========================================
-element                  coordinate ``c``                   action
-=======================  =================================  ========================================
-:class:`Spring`          ``d = P2 - P1`` (two points)       energy ``E(e)``, ``e = |d| - rest_length``
-:class:`Damper`          ``d = P2 - P1``                    force ``-c |s|^p sign(s)`` (regularised)
-:class:`PointForce`      ``(P1, P2)`` (one point, 2 bodies)  ``f(t, P2, V2)`` on body 2, ``-f`` on 1
-:class:`TorsionSpring`   ``theta`` about an axis            energy ``E(theta - rest_angle)``
-:class:`TorsionDamper`   ``theta``                          torque ``-c |theta'|^p sign(theta')``
-:class:`JointTorque`     ``theta``                          torque ``tau(t, theta, theta')``
-:class:`PDController`    ``theta``                          ``gain (target - theta) + damping (target_rate - theta')``
-=======================  =================================  ========================================
+* :class:`Spring`: coordinate ``d = P2 - P1`` (two points); energy ``E(e)``, ``e = |d| - rest_length``.
+* :class:`Damper`: ``d = P2 - P1``; force ``-c |s|^p sign(s)`` (regularised), ``s`` the
+  elongation rate (or the full relative velocity).
+* :class:`PointForce`: ``(P1, P2)`` (one point on two bodies); ``f(t, P2, V2)`` on body 2, ``-f``
+  on body 1.
+* :class:`TorsionSpring`: ``theta`` about an axis; energy ``E(theta - rest_angle)``.
+* :class:`TorsionDamper`: ``theta``; torque ``-c |theta'|^p sign(theta')`` (regularised).
+* :class:`JointTorque`: ``theta``; torque ``tau(t, theta, theta')``.
+* :class:`PDController`: ``theta``; torque ``gain (target - theta) + damping (target_rate - theta')``.
 
 ``P1``, ``P2`` are points fixed to ``body1`` and ``body2`` (given in the WORLD frame at the initial
 configuration, like a joint's point); ``theta`` is the rotation of body 2 relative to body 1 about

@@ -71,7 +71,7 @@ import numpy as np
 
 from ..geometry import rotation_matrix
 from .bodies import RigidBody, _check_vector, _f64
-from .joints import Revolute, _check_side
+from .joints import Revolute, _check_bodies
 
 MODES = ("both", "tension", "compression")
 
@@ -157,11 +157,7 @@ class AbstractForce(eqx.Module):
     has_force: ClassVar[bool] = False
 
     def __check_init__(self):
-        owner = type(self).__name__
-        _check_side(owner, "body1", self.body1, True)
-        _check_side(owner, "body2", self.body2, False)
-        if self.body1 == self.body2:
-            raise ValueError(f"{owner} connects body {self.body2!r} to itself; body1 and body2 must differ")
+        _check_bodies(type(self).__name__, self.body1, self.body2)
 
     @abc.abstractmethod
     def attachments(self):

@@ -111,3 +111,18 @@ def test_pendulum_period_vs_elliptic_integral():
     assert expected / (2 * math.pi * math.sqrt(L / 1.5 / 9.81)) > 1.1
     assert abs(period / expected - 1) < 2e-3
     assert abs(angle.max() - theta0) < 1e-3  # no damping: it swings back to 85 deg
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"joint_damping": -1.0}, r"joint_damping must be a finite number >= 0, got -1.0"),
+        ({"damping": float("nan")}, r"damping must be a finite number >= 0, got nan"),
+        ({"theta0_deg": 0.0}, r"theta0_deg must be in \(-180, 180\) deg and not 0, got 0.0"),
+        ({"youngs_modulus": 0.0}, r"youngs_modulus must be a finite number > 0 Pa, got 0.0"),
+        ({"dt": 0.01, "duration": 0.001}, r"duration 0.001 s is shorter than one step of 0.01 s"),
+    ],
+)
+def test_bad_inputs_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        get_scene("sleeve-pendulum", **kwargs)

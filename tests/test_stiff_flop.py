@@ -61,3 +61,10 @@ def test_static_tip_deflection_vs_beam_theory(static):
     assert deflection == pytest.approx(pcs_linear, rel=0.01)
     assert deflection == pytest.approx(continuum, rel=0.02)
     assert scene.reference["tip_deflection_linear_m"] == pytest.approx(continuum, rel=1e-12)
+
+
+def test_bad_inputs_name_the_parameter():
+    with pytest.raises(ValueError, match=r"viscosity must be a finite number >= 0 Pa s, got -1.0"):
+        get_scene("stiff-flop-passive", viscosity=-1.0)
+    with pytest.raises(ValueError, match=r"n_segments"):
+        get_scene("stiff-flop-passive", n_segments=0)

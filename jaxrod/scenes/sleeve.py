@@ -321,7 +321,9 @@ def sleeve_pendulum(
         clamped_edges=[(link, 0), (link, 1)],
         motion=clamp_motion,
     )
-    grid_nodes = np.array([[model.node_index(*_grid_owner(paths, (r, c))) for c in range(N_COLS)] for r in range(N_ROWS)])
+    grid_nodes = np.array(
+        [[model.node_index(*_grid_owner(paths, (r, c))) for c in range(N_COLS)] for r in range(N_ROWS)]
+    )
     labels = {int(grid_nodes[r, c]): 2 + 3 * r + c for r in range(N_ROWS) for c in range(N_COLS)}
     fabric = np.sort(grid_nodes.ravel())
     return Scene(

@@ -1,9 +1,9 @@
 """The passive structure of one STIFF-FLOP module (TMTDyn's first validation, spec seed004 sections
 9.1-9.3, Table 2) as a PCS cantilever bending under its own weight (``stiff-flop-passive``).
 
-Geometry and material (Table 2, SI): a silicone (Ecoflex 50) cylinder of outer radius
-r_a2 = 12.5 mm with a central lumen r_a1 = 4.5 mm and six chambers of radius r_p = 2.5 mm at
-r_o = 8.5 mm from the axis, length l_m2 = 50 mm, density 1820 kg/m^3, E = 205 kPa (calibrated),
+Geometry and material (Table 2, :data:`jaxrod.cases.stiff_flop.PARAMETERS`): a silicone
+(Ecoflex 50) cylinder of outer radius r_a2 = 12.5 mm with a central lumen r_a1 = 4.5 mm and six
+chambers of radius r_p = 2.5 mm at r_o = 8.5 mm from the axis, length l_m2 = 50 mm, density 1820 kg/m^3, E = 205 kPa (calibrated),
 G = E / 3 (the spec's G ~ E/3). The section (spec 9.3, the garbled J reconstructed as the
 parallel-axis subtraction of the six holes, sum x_i^2 = sum y_i^2 = 3 r_o^2):
 
@@ -32,38 +32,23 @@ import math
 
 import numpy as np
 
+from ..cases.stiff_flop import PARAMETERS as STIFF_FLOP  # Table 2, shared with the recordings
 from ..models.pcs import PCSModel, PCSRod
 from ..timestepping import NewmarkBeta
 from ..validation import check_int
 from .scene import Scene
 
-__all__ = ["STIFF_FLOP", "stiff_flop_passive", "stiff_flop_section"]
+__all__ = ["stiff_flop_passive", "stiff_flop_section"]
 
 G = 9.81
-
-#: Spec section 9.2 (Table 2), SI units.
-STIFF_FLOP = {
-    "lumen_radius_m": 4.5e-3,  # r_a1
-    "outer_radius_m": 12.5e-3,  # r_a2
-    "chamber_radius_m": 2.5e-3,  # r_p
-    "chamber_offset_m": 8.5e-3,  # r_o
-    "length_m": 50e-3,  # l_m2
-    "sensor_length_m": 14.5e-3,  # l_m3
-    "mass_kg": 28e-3,  # m_2 (measured)
-    "sensor_mass_kg": 13.47e-3,  # m_3
-    "density_kg_m3": 1820.0,
-    "youngs_modulus_Pa": 205e3,
-}
-
 
 def stiff_flop_section():
     """``(area [m^2], (J_polar, J_x, J_y) [m^4])`` of the module's section (module docstring)."""
     s = STIFF_FLOP
-    ra1, ra2, rp, ro = s["lumen_radius_m"], s["outer_radius_m"], s["chamber_radius_m"], s["chamber_offset_m"]
-    area = math.pi * (ra2**2 - ra1**2 - 6 * rp**2)
+    ra1, ra2, rp, ro = s["lumen_radius"], s["outer_radius"], s["chamber_radius"], s["chamber_offset"]
     # six holes: their own moments (in the pi/4 term) plus the parallel-axis term a_p sum(y_i^2)
-    j = math.pi / 4 * (ra2**4 - ra1**4 - 6 * rp**4) - math.pi * rp**2 * 3 * ro**2
-    return area, (2 * j, j, j)
+    j = math.pi / 4 * (ra2**4 - ra1**4 - 6 * rp**4) - s["chamber_area"] * 3 * ro**2
+    return float(s["section_area"]), (2 * j, j, j)
 
 
 def stiff_flop_passive(
@@ -88,7 +73,7 @@ def stiff_flop_passive(
         raise ValueError(f"stiff_flop_passive: viscosity must be a finite number >= 0 Pa s, got {viscosity!r}")
     s = STIFF_FLOP
     area, moments = stiff_flop_section()
-    E, rho, L = s["youngs_modulus_Pa"], s["density_kg_m3"], s["length_m"]
+    E, rho, L = s["youngs_modulus"], s["density"], s["length"]
     Gm = E / 3.0
     rod = PCSRod(
         length=L,
@@ -101,8 +86,8 @@ def stiff_flop_passive(
         viscosity=np.asarray(float(viscosity)),
         rest_strain=np.tile([0.0, 0.0, 0.0, 1.0, 0.0, 0.0], (n, 1)),
     )
-    P = s["sensor_mass_kg"] * G if tip_sensor else 0.0
-    M = P * s["sensor_length_m"] / 2  # the sensor's weight acts 7.25 mm beyond the tip
+    P = s["sensor_mass"] * G if tip_sensor else 0.0
+    M = P * s["sensor_length"] / 2  # the sensor's weight acts 7.25 mm beyond the tip
     # world-frame [moment; force]: -z weight at +x offset r has moment r x F = +r P about y
     model = PCSModel(rod, gravity=(0.0, 0.0, -G), tip_wrench=(0.0, M, 0.0, 0.0, 0.0, -P))
     EI, w = E * moments[1], rho * area * G

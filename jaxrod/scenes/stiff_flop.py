@@ -4,8 +4,8 @@
 Geometry and material (Table 2, :data:`jaxrod.cases.stiff_flop.PARAMETERS`): a silicone
 (Ecoflex 50) cylinder of outer radius r_a2 = 12.5 mm with a central lumen r_a1 = 4.5 mm and six
 chambers of radius r_p = 2.5 mm at r_o = 8.5 mm from the axis, length l_m2 = 50 mm, density
-1820 kg/m^3, E = 205 kPa (calibrated), G = E / 3 (the spec's G ~ E/3). The section (spec 9.3, the garbled J reconstructed as the
-parallel-axis subtraction of the six holes, sum x_i^2 = sum y_i^2 = 3 r_o^2):
+1820 kg/m^3, E = 205 kPa (calibrated), G = E / 3 (the spec's G ~ E/3). The section (spec 9.3,
+the garbled J reconstructed as the parallel-axis subtraction of the six holes, sum x_i^2 = sum y_i^2 = 3 r_o^2):
 
 * a_c = pi (r_a2^2 - r_a1^2 - 6 r_p^2) = 3.094e-4 m^2 (sigma a_c l_m2 = 28.2 g, the measured 28 g);
 * J_x = J_y = pi/4 (r_a2^4 - r_a1^4 - 6 r_p^4) - a_p 3 r_o^2 = 1.441e-8 m^4 (a_p = pi r_p^2);

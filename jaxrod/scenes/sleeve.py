@@ -31,7 +31,8 @@ at ``(-+l_cx, 0, -l_cz)`` and the trackers sit on nodes 12 (s1) and 13 (s2).
 The clamps are *pins*: the two nodes' positions follow the link; TMTDyn's clamps also fix the
 nodes' orientations (six constraints each), which a DER node does not have. Two pins 76 mm apart
 fix the clamped row's orientation except the rotation about the line through them, which gravity
-and the fabric's bending settle.
+and the fabric's bending settle. There is no arm inside the sleeve (no contact): in the default run
+the front column swings from +y through the link to -y within the first swing.
 
 Edges as ribbons, in DER's circular section. TMTDyn's ribbons have K_eps = a_c diag(G, G, E) and
 K_alpha = diag(E, E, G) diag(J) with J = [t^3 b, t b^3, t^3 b + t b^3], t = l_m2y = 0.8 mm and

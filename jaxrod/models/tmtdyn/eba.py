@@ -33,11 +33,13 @@ measure: the exact rotation vector to first order, saturating as ``phi -> pi`` (
 must bend by well under pi, which a useful discretisation does anyway).
 
 EBR and PCS. TMTDyn's EBR (spec 5.3: states ``(eps_i, alpha_i)`` relative to the previous node,
-``x_{i+1} = x_i + R_i (eps_nom + eps_i)``, ``R_{i+1} = R_i exp(alpha_i)``) is exactly this model
-with ``beam_frame="node"`` in other coordinates: the same masses, and ``chi_e`` ARE the EBR
-states. It is NOT the same as jaxrod's PCS rod with ``n`` segments at finite ``n``: PCS has the
-same stiffness in its strain coordinates (``K_PCS = l^2 K_EBR`` with ``eps = l (nu - e_z)``,
-``alpha = l kappa``), but it distributes the mass and bends each segment along an arc, so its
+``x_{i+1} = x_i + R_i (eps_nom + eps_i)``, ``Q_{i+1} = Q_i [1, alpha_i/2]`` normalised) is this
+model with ``beam_frame="node"`` in other coordinates: the same masses and springs, and ``chi_e``
+are the EBR states (exactly for ``eps``; ``alpha`` up to third order in the element rotation,
+EBR's quaternion giving ``2 tan(phi/2)`` where Eq. 36 gives ``2 sin(phi/2)``). It is NOT the
+same as jaxrod's PCS rod with ``n`` segments at finite ``n``: PCS has the same stiffness in
+its strain coordinates (``K_PCS = l^2 K_EBR`` with ``eps = l (nu - e_z)``, ``alpha = l kappa``),
+but it distributes the mass and bends each segment along an arc, so its
 chord leaves the segment at half the segment's rotation. The midpoint beam frame reproduces that
 chord: ``beam_frame="midpoint"`` equals PCS's linearised kinematics and stiffness exactly (tip
 deflection under an end load ``P``: ``P L^3/(E J) (1/3 - 1/(12 n^2)) + P L/(G A)``, PCS and
@@ -73,6 +75,8 @@ def beam_deformation(x_a, Q_a, x_b, Q_b, rest_length, beam_frame="node"):
     ``beam_frame``: ``"node"`` (chord in ``Q_a``, TMTDyn Eq. 36) or ``"midpoint"`` (chord in
     ``Q_a`` turned by ``phi/2``: ``Q_a (1 + Q_rel)``, normalised by :func:`quat_rotate`).
     """
+    if beam_frame not in BEAM_FRAMES:
+        raise ValueError(f"beam_deformation(): beam_frame must be one of {BEAM_FRAMES}, got {beam_frame!r}")
     Q_rel = quat_multiply(quat_conjugate(Q_a), Q_b)
     Q_f = Q_a if beam_frame == "node" else quat_multiply(Q_a, Q_rel + jnp.array([1.0, 0.0, 0.0, 0.0]))
     eps = quat_rotate(quat_conjugate(Q_f), x_b - x_a) - rest_length * _EZ

@@ -16,9 +16,10 @@ the rotation by ``Q^{-1}`` that the paper's Eq. 16 gets wrong, spec 15 item 7)::
     zeta = 2 vec(Q^-1 Q')           (bend x, bend y, twist)
 
 The dynamics is TMTDyn's (spec 5.5; inertia ``rho A`` and the slice inertia ``rho J`` per unit
-length as rigid slices at the quadrature points, with the gyroscopic term, strain energy ``1/2 chi^T K chi``, dissipation ``1/2 chidot^T mu chidot`` per unit
-length), integrated over ``[0, L]`` by Gauss-Legendre quadrature (the paper uses a 50-point
-trapezoid). Every term, including the strain Jacobian ``T_b`` the paper prints (Eq. 38, with the
+length as rigid slices at the quadrature points, with the gyroscopic term; strain energy
+``1/2 chi^T K chi`` and dissipation ``1/2 chidot^T mu chidot`` per unit length), integrated
+over ``[0, L]`` by Gauss-Legendre quadrature (the paper uses a 50-point trapezoid). Every term,
+including the strain Jacobian ``T_b`` the paper prints (Eq. 38, with the
 Eq. 16 sign error), comes from automatic differentiation.
 
 Limits: rotations must stay below pi everywhere (``|Q_rho| < 1``; beyond it ``sqrt`` returns NaN and

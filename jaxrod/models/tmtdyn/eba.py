@@ -96,8 +96,12 @@ class EBAModel(ClampedRodModel):
             coefficients per element on ``epsdot, alphadot`` (TMTDyn's ``mu_eps|alpha``).
         beam_frame: ``"node"`` (TMTDyn, = EBR) or ``"midpoint"`` (= PCS linearised), static.
         lumping: ``"element"`` (TMTDyn: every node one element's mass) or ``"trapezoid"`` (the
-            tip node half of it), static. TMTDyn's model is the default; ``beam_frame="midpoint",
-            lumping="trapezoid"`` converges at second order in statics and dynamics (README table).
+            tip node half of it), static. TMTDyn's model is the default. Measured (r/L = 0.005,
+            first three bending frequencies vs Euler-Bernoulli): TMTDyn's at 8/16 nodes
+            +0.48/-1.86/-7.96 % and +0.12/-0.44/-1.97 % (two first-order errors that cancel at
+            leading order; its static tip deflection is first order, -18 % at 8 nodes);
+            ``beam_frame="midpoint", lumping="trapezoid"`` -0.72/-2.44/-3.88 % and
+            -0.19/-0.66/-1.10 % (second order; statics -0.39 % at 8 nodes).
     """
 
     n_nodes: int = eqx.field(static=True, default=8)

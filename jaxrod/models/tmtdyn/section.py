@@ -1,6 +1,6 @@
 """What the TMTDyn reduced rods share: the rod's section and material (:class:`RodSection`), the
-Euler-Lagrange residual built from energies by automatic differentiation
-(:func:`tmt_inertial_forces`) and the plumbing of a clamped rod with dead loads
+inertial forces of rigid mass elements in TMT form by automatic differentiation
+(:func:`tmt_inertial_forces`), the quaternion helpers and the plumbing of a clamped rod with dead loads
 (:class:`ClampedRodModel`).
 
 Conventions (TMTDyn's, spec 2.2 and 5.1): the rod axis is the LOCAL z axis; deformation

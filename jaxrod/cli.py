@@ -317,16 +317,15 @@ def _cmd_simulate_system(loaded, args, out, err):
 
 
 def _cmd_simulate(args, out, err):
+    # a model file is checked before the simulator is imported: a bad file answers at once
+    scene = _load_model_file(args) if _is_model_file(args.scene) else None
+    if scene is not None and scene.kind == "system":
+        return _cmd_simulate_system(scene, args, out, err)
     import numpy as np
 
     from . import analysis
     from .simulate import simulate, solve_static
-    if _is_model_file(args.scene):
-        scene = _load_model_file(args)
-        if scene.kind == "system":
-            return _cmd_simulate_system(scene, args, out, err)
-    else:
-        scene = _make_scene(args)
+    scene = _make_scene(args) if scene is None else scene
     model = scene.model
     n = _n_nodes(model)
     print(f"scene     {scene.name}: {scene.description}", file=out)

@@ -46,7 +46,7 @@ def find_loop(joints):
 
     Returns:
         ``None`` for a forest, else ``(joint_name, cycle)`` with ``cycle`` a readable string
-        ``"world --crank--> crank --coupler--> ... --rocker_pin--> world"``.
+        ``"world --crank_pivot--> crank --crank_coupler--> ... rocker --rocker_pivot--> world"``.
     """
     root = {}
 
@@ -61,7 +61,7 @@ def find_loop(joints):
     for name, b1, b2 in joints:
         r1, r2 = find(b1), find(b2)
         if r1 == r2:
-            path = _path(adjacent, b2, b1) + [f"--{name}-->", b2]
+            path = _path(adjacent, b1, b2) + [f"--{name}-->", b1]
             return name, " ".join(path)
         root[r1] = r2
         adjacent.setdefault(b1, []).append((b2, name))

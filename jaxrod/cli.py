@@ -292,8 +292,7 @@ def _cmd_simulate_system(loaded, args, out, err):
     if n_steps % args.save_every:
         raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
     print(f"model     {loaded.name}: {loaded.description}", file=out)
-    print(f"bodies    {len(loaded.body_names)} ({', '.join(loaded.body_names)}), "
-          f"{loaded.model.n_constraints} constraint rows", file=out)
+    print(f"bodies    {len(loaded.body_names)} ({', '.join(loaded.body_names)})", file=out)
     print(f"time      dt = {loaded.dt:g} s, duration = {n_steps * loaded.dt:g} s, {n_steps} steps, "
           f"scheme {_scheme_name(loaded.scheme)}, saving every {args.save_every}", file=out, flush=True)
     t0 = time.perf_counter()
@@ -319,7 +318,7 @@ def _cmd_simulate_system(loaded, args, out, err):
 def _cmd_simulate(args, out, err):
     # a model file is checked before the simulator is imported: a bad file answers at once
     scene = _load_model_file(args) if _is_model_file(args.scene) else None
-    if scene is not None and scene.kind == "system":
+    if scene is not None and scene.kind in ("system", "hybrid"):
         return _cmd_simulate_system(scene, args, out, err)
     import numpy as np
 

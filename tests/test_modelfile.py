@@ -40,7 +40,10 @@ def _same_tree(a, b, tol=1e-12):
 def _python_pendulum():
     """The system of examples/pendulum.toml written in Python (1 kg, 0.5 m, I = 0.02, 30 deg)."""
     th = np.radians(30.0)
-    body = RigidBody("bob", 1.0, [0.02, 0.02, 0.02], position=_ry(th) @ [0.0, 0.0, -0.5],
+    # the file's 16-digit literal of R_y(30 deg) (0, 0, -0.5): the same numbers, the same program
+    position = [-0.25, 0.0, -0.4330127018922193]
+    np.testing.assert_allclose(position, _ry(th) @ [0.0, 0.0, -0.5], rtol=0, atol=1e-16)
+    body = RigidBody("bob", 1.0, [0.02, 0.02, 0.02], position=position,
                      orientation=[np.cos(th / 2), 0.0, np.sin(th / 2), 0.0])
     return MultibodySystem([body], [Revolute(None, "bob", point=[0.0, 0.0, 0.0], axis=[0.0, 1.0, 0.0])],
                            gravity=[0.0, 0.0, -G])
@@ -155,6 +158,10 @@ duration = 1.0
 """
 
 
+ROD = ('[rods.r]\nmodel = "der"\nclamp = "none"\nn_nodes = 5\nlength = 0.5\nstart = [0.0, 0.0, -0.5]\n'
+       'radius = 0.01\nyoungs_modulus = 1e6\ndensity = 1000.0\n')
+
+
 def _write(tmp_path, text, name="bad.toml"):
     p = tmp_path / name
     p.write_text(text)
@@ -190,12 +197,12 @@ BAD = [
     ("world body", PENDULUM.replace("[bodies.bob]", "[bodies.world]"), r"bodies\.world: 'world' is reserved"),
     ("output", PENDULUM + '[output]\nquantities = ["energi"]\n',
      r"output\.quantities: unknown quantity 'energi' \(did you mean 'energy'\?\)"),
-    ("attachments", PENDULUM + '[rods.r]\nmodel = "der"\nn_nodes = 5\nlength = 1.0\nradius = 0.01\n'
-     'youngs_modulus = 1e6\ndensity = 1000.0\n[[attachments]]\nrod = "r"\nbody = "bob"\n',
-     r"bad\.toml: attachments\[0\]: rod-to-body attachments are not yet supported"),
-    ("attachment body", PENDULUM + '[rods.r]\nmodel = "der"\nn_nodes = 5\nlength = 1.0\nradius = 0.01\n'
-     'youngs_modulus = 1e6\ndensity = 1000.0\n[[attachments]]\nrod = "r"\nbody = "bo"\n',
+    ("attachment body", PENDULUM + ROD + '[[attachments]]\ntype = "pin"\nrod = "r"\nbody = "bo"\nnode = "end"\n',
      r"attachments\[0\]\.body: names no body: 'bo' \(did you mean 'bob'\?\)"),
+    ("attachment index", PENDULUM + ROD + '[[attachments]]\ntype = "clamp"\nrod = "r"\nbody = "bob"\nedge = 4\n',
+     r"attachments\[0\]\.edge: expected \"start\", \"end\" or an index in \[-4, 3\] \(rods\.r has 4 edges\), got 4"),
+    ("no attachments", PENDULUM + ROD, r"bad\.toml: rods: a file with both rigid bodies and rods couples them by "
+                                       r"\[\[attachments\]\]"),
     ("load body", PENDULUM + '[[loads]]\nbody = "bobby"\nforce = [1.0, 0.0, 0.0]\n',
      r"loads\[0\]\.body: names no body: 'bobby'"),
     ("rod model", '[rods.r]\nmodel = "dre"\n', r"rods\.r\.model: expected one of 'der', 'pcs', got 'dre' \(did you mean 'der'\?\)"),
@@ -210,6 +217,28 @@ def test_bad_file_messages(tmp_path, case):
     _, text, pattern = case
     with pytest.raises(ModelFileError, match=pattern):
         load_model(_write(tmp_path, text))
+
+
+def test_attachments_build_a_hybrid_system_or_say_not_yet(tmp_path):
+    """A rod pinned to the world at its start and clamped to the body at its end: a hybrid system
+    where the coupling layer (jaxrod.system.hybrid) exists, else a "not yet supported" error
+    naming the table."""
+    text = PENDULUM.replace("[joints.hinge]", "[joints.unused]").split("[joints.unused]")[0] + ROD + (
+        '[[attachments]]\ntype = "pin"\nrod = "r"\nbody = "world"\nnode = "start"\n'
+        '[[attachments]]\ntype = "clamp"\nrod = "r"\nbody = "bob"\nedge = "end"\n'
+        '[simulation]\ndt = 0.01\nduration = 1.0\n')
+    path = _write(tmp_path, text)
+    try:
+        from jaxrod.system.hybrid import HybridSystem
+    except ImportError:
+        with pytest.raises(ModelFileError, match=r"bad\.toml: attachments\[0\]: rod-to-body attachments are not yet "
+                                                 r"supported"):
+            load_model(path)
+        return
+    loaded = load_model(path)
+    assert loaded.kind == "hybrid" and isinstance(loaded.model, HybridSystem)
+    assert [type(a).__name__ for a in loaded.model.attachments] == ["RodPin", "RodClamp"]
+    assert (loaded.model.attachments[0].node, loaded.model.attachments[1].edge) == (0, 3)
 
 
 def test_closed_loop_of_joints_is_explained(tmp_path):

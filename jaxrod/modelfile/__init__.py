@@ -8,7 +8,8 @@
 * :class:`ModelFileError`: every problem, as ``FILE: TABLE.KEY: what is wrong and what is allowed``.
 * :data:`JOINT_TYPES`, :data:`ROD_MODELS`: the element tables (add a joint type there).
 
-Importing this package imports no JAX: a file is checked before any model package is loaded.
+Importing this package imports no model package, simulator or equinox: a file is checked (pure
+Python) before the model is built, so a bad file is reported at once.
 """
 
 from .errors import ModelFileError

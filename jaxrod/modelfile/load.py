@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ModelFileError, closest
-from .mechanism import build_system, check_loops, read_body, read_joint
+from .mechanism import build_hybrid, build_system, check_loops, read_body, read_joint
 from .report import QUANTITIES, default_quantities, summary_lines
 from .rods import read_rod
 from .values import Table
@@ -52,8 +52,10 @@ class LoadedModel:
     Attributes:
         path: the file.
         name, description: from ``[model]`` (default: the file name).
-        kind: ``"system"`` (rigid bodies and joints), ``"rod"`` (a rod model) or ``"scene"``.
-        model: the model (:class:`~jaxrod.system.MultibodySystem`, ``DERModel``, ``PCSModel``...).
+        kind: ``"system"`` (rigid bodies and joints), ``"rod"`` (a rod model), ``"scene"`` (a
+            built-in scene) or ``"hybrid"`` (rods attached to bodies, ``jaxrod.system.hybrid``).
+        model: the model (:class:`~jaxrod.system.MultibodySystem`, ``DERModel``, ``PCSModel``,
+            ``HybridSystem``...).
         state0: initial :class:`~jaxrod.models.base.State` (``None``: the model's own).
         dt, duration: time step and simulated time [s]; ``n_steps`` their ratio.
         scheme: time scheme; solver: ``NewtonSolver`` or ``None`` (the default).
@@ -157,20 +159,31 @@ def _read_loads(root, bodies, rods):
 
 
 def _read_attachments(root, bodies, rods):
-    items = _array_of_tables(root, "attachments")
-    for t in items:
+    """``[[attachments]]``: a rod node pinned (``type = "pin"``, ``node``) or a rod edge clamped
+    (``type = "clamp"``, ``edge``) to a body or the world; indices or ``"start"`` / ``"end"``."""
+    out = []
+    for t in _array_of_tables(root, "attachments"):
+        kind = t.string("type", choices=("clamp", "pin"))
         rod, body = t.string("rod"), t.string("body")
         if rod not in rods:
             raise t.error("rod", f"names no rod: {rod!r}{closest(rod, rods)}; rods: {', '.join(rods) or 'none'}")
-        if body not in bodies:
-            raise t.error("body", f"names no body: {body!r}{closest(body, bodies)}; bodies: {', '.join(bodies) or 'none'}")
-        t.raw("end", "tip")
-        t.string("joint", "fixed", choices=("fixed", "spherical"))
+        if body != "world" and body not in bodies:
+            raise t.error("body", f"names no body: {body!r}{closest(body, bodies)}; bodies: "
+                                  f"{', '.join(bodies) or 'none'} (or 'world')")
+        spec = rods[rod]
+        if spec.kind != "der":
+            raise t.error("rod", f"attachments take DER rods (model = \"der\"); {spec.where} is a {spec.kind} rod")
+        key = "edge" if kind == "clamp" else "node"
+        count = spec.n_nodes - 1 if kind == "clamp" else spec.n_nodes
+        index = t.raw(key)
+        if index in ("start", "end"):
+            index = 0 if index == "start" else count - 1
+        elif isinstance(index, bool) or not isinstance(index, int) or not -count <= index < count:
+            raise t.error(key, f"expected \"start\", \"end\" or an index in [{-count}, {count - 1}] "
+                               f"({spec.where} has {count} {key}s), got {index!r}")
         t.finish()
-    if items:
-        raise items[0].error(None, "rod-to-body attachments are not yet supported by model files (the coupling "
-                                   "layer jaxrod.system.hybrid is in progress); the table is checked and kept")
-    return items
+        out.append({"type": kind, "rod": rod, "body": body, "index": index % count, "table": t})
+    return out
 
 
 def _read_simulation(root, rod_settings, kind):
@@ -274,14 +287,15 @@ def load_model(path) -> LoadedModel:
 
     if not bodies and not rods:
         raise root.error(None, "the file describes no model: add [bodies.NAME] (rigid bodies) or [rods.NAME]")
-    if bodies and rods:
-        raise root.error("rods", "a file with both rigid bodies and rods needs [[attachments]] between them; "
-                                 "rod-to-body attachments are not yet supported by model files")
-    if len(rods) > 1:
-        raise root.error("rods", f"one rod per file for now, got {len(rods)} ({', '.join(rods)}); a rod network: "
-                                 "scene = \"network-...\"")
+    attachments = _read_attachments(root, body_names, rods)
+    if bodies and rods and not attachments:
+        raise root.error("rods", "a file with both rigid bodies and rods couples them by [[attachments]] "
+                                 "(type = \"clamp\" or \"pin\", rod, body, edge or node); none given")
+    if len(rods) > 1 and not attachments:
+        raise root.error("rods", f"several rods ({', '.join(rods)}) must be coupled by [[attachments]]; a rod "
+                                 "network: scene = \"network-...\"")
     rod = next(iter(rods.values()), None)
-    kind = "system" if bodies else ("scene" if rod.kind == "scene" else "rod")
+    kind = "hybrid" if attachments else "system" if bodies else ("scene" if rod.kind == "scene" else "rod")
     if rod is not None and not rod.uses_gravity and gravity is not None:
         raise world.error("gravity", f"{rod.where} is a built-in scene, which sets its own gravity; remove [world].gravity")
     sim = _read_simulation(root, rod.settings if rod is not None else {}, kind)
@@ -294,12 +308,14 @@ def load_model(path) -> LoadedModel:
     from ..timestepping import AverageVectorField
 
     reference, state0, scheme_default = {}, None, AverageVectorField()
+    for b in bodies:
+        for f, tau in body_loads.get(b["name"], ()):
+            b["force"] = [x + y for x, y in zip(b["force"], f)]
+            b["torque"] = [x + y for x, y in zip(b["torque"], tau)]
     if kind == "system":
-        for b in bodies:
-            for f, tau in body_loads.get(b["name"], ()):
-                b["force"] = [x + y for x, y in zip(b["force"], f)]
-                b["torque"] = [x + y for x, y in zip(b["torque"], tau)]
         model = build_system(bodies, joints + constraints, gravity)
+    elif kind == "hybrid":
+        model = build_hybrid(path, bodies, joints + constraints, rods, rod_loads, attachments, gravity)
     else:
         scene = rod.build(gravity, rod_loads.get(rod.name, []))
         model, state0, reference = scene.model, scene.state0, scene.reference

@@ -89,10 +89,10 @@ def check_loops(path, joints):
         )
 
 
-def build_system(bodies, joints, gravity):
-    """The :class:`~jaxrod.system.MultibodySystem`; a constructor's ``ValueError`` comes back as a
+def _build_parts(bodies, joints):
+    """``(RigidBody list, joint list)``; a constructor's ``ValueError`` comes back as a
     :class:`~jaxrod.modelfile.errors.ModelFileError` naming the table."""
-    from ..system import MultibodySystem, RigidBody
+    from ..system import RigidBody
     from .errors import ModelFileError
 
     built_bodies = []
@@ -108,4 +108,36 @@ def build_system(bodies, joints, gravity):
             built_joints.append(cls(None if j["body1"] == WORLD else j["body1"], j["body2"], **j["keys"]))
         except ValueError as e:
             raise ModelFileError(j["path"], j["where"], str(e)) from None
-    return MultibodySystem(built_bodies, built_joints, gravity=gravity or _ZERO3)
+    return built_bodies, built_joints
+
+
+def build_system(bodies, joints, gravity):
+    """The :class:`~jaxrod.system.MultibodySystem` of the checked tables."""
+    from ..system import MultibodySystem
+
+    return MultibodySystem(*_build_parts(bodies, joints), gravity=gravity or _ZERO3)
+
+
+def build_hybrid(path, bodies, joints, rods, rod_loads, attachments, gravity):
+    """The ``HybridSystem`` (``jaxrod.system.hybrid``) of DER rods attached to bodies or the world;
+    "not yet supported" where that coupling layer is not installed."""
+    from .errors import ModelFileError
+
+    first = attachments[0]["table"]
+    try:
+        from ..system.hybrid import HybridSystem, RodClamp, RodPin
+    except ImportError:
+        raise first.error(None, "rod-to-body attachments are not yet supported by this jaxrod (the coupling layer "
+                                "jaxrod.system.hybrid is missing); the table itself is valid") from None
+    names = list(rods)
+    models = [rods[n].build(gravity, rod_loads.get(n, [])).model for n in names]
+    built = []
+    for a in attachments:
+        body = None if a["body"] == WORLD else a["body"]
+        make = RodClamp if a["type"] == "clamp" else RodPin
+        built.append(make(names.index(a["rod"]), a["index"], body))
+    b, j = _build_parts(bodies, joints)
+    try:
+        return HybridSystem(models, b, j, built, gravity=gravity or _ZERO3)
+    except ValueError as e:
+        raise ModelFileError(path, "attachments", str(e)) from None

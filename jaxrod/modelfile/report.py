@@ -1,7 +1,8 @@
 """``[output] quantities``: what a run of a model file reports, one line per quantity.
 
 Each entry of :data:`QUANTITIES` maps a name to ``(kinds, function)``: the model kinds it applies
-to (``"system"`` for rigid-body systems, ``"rod"`` for rods and scenes) and a function
+to (``"system"`` for rigid-body systems, ``"rod"`` for rods and scenes, ``"hybrid"`` for rods
+attached to bodies) and a function
 ``(model, traj) -> str`` of the trajectory (arrays from the run, no new simulation).
 """
 
@@ -18,8 +19,9 @@ def _positions(loaded, traj):
     import numpy as np
 
     pos = np.asarray(traj.positions)[-1]
-    if loaded.kind == "system":
-        return "\n".join(f"position  {n:<12} {_vec(p)} m" for n, p in zip(loaded.body_names, pos))
+    if loaded.body_names:  # the body centres come last (after the rod nodes of a hybrid system)
+        bodies = pos[len(pos) - len(loaded.body_names):]
+        return "\n".join(f"position  {n:<12} {_vec(p)} m" for n, p in zip(loaded.body_names, bodies))
     return f"position  tip          {_vec(pos[-1])} m"
 
 
@@ -48,7 +50,7 @@ def _tip(loaded, traj):
 
 #: quantity name -> (model kinds, ``(loaded, traj) -> str``)
 QUANTITIES = {
-    "positions": (("system", "rod"), _positions),
+    "positions": (("system", "rod", "hybrid"), _positions),
     "energy": (("system",), _energy),
     "constraint_error": (("system",), _constraint_error),
     "tip": (("rod",), _tip),
@@ -56,7 +58,7 @@ QUANTITIES = {
 
 
 def default_quantities(kind):
-    return ("positions", "energy", "constraint_error") if kind == "system" else ("tip",)
+    return {"system": ("positions", "energy", "constraint_error"), "hybrid": ("positions",)}.get(kind, ("tip",))
 
 
 def summary_lines(loaded, traj):

@@ -283,7 +283,6 @@ def load_model(path) -> LoadedModel:
     constraints = [read_joint(n, t, body_names) for n, t in root.table("constraints", {}).tables()]
     rods = {n: read_rod(n, t) for n, t in root.table("rods", {}).tables()}
     body_loads, rod_loads = _read_loads(root, body_names, rods)
-    _read_attachments(root, body_names, rods)
 
     if not bodies and not rods:
         raise root.error(None, "the file describes no model: add [bodies.NAME] (rigid bodies) or [rods.NAME]")
@@ -322,7 +321,6 @@ def load_model(path) -> LoadedModel:
         if kind == "scene":
             scheme_default = scene.scheme
             description = description if meta.data.get("description") else scene.description
-            sim.setdefault("dt", scene.dt)
     solver = None
     if sim.get("newton"):
         solver = NewtonSolver(**{k: v for k, v in sim["newton"].items() if v is not None})

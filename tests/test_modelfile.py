@@ -115,7 +115,13 @@ def test_every_example_is_covered():
     assert set(example_names()) == covered
 
 
-@pytest.mark.parametrize("name", sorted(RUNS))
+#: examples that name a built-in scene (their builders are tested in test_scenes.py; these are
+#: their only runs there, the most expensive compiles of this file)
+SCENE_FILES = ("helix_b1.toml", "network_two_limb.toml", "till_benchmark.toml")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SCENE_FILES else n
+                                  for n in sorted(RUNS)])
 def test_rod_examples_run(name):
     """A few steps of each rod example: every step converges, positions stay finite and the rod
     starts where the file puts it."""

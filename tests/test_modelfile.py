@@ -133,6 +133,7 @@ def test_rod_examples_run(name):
     assert np.all(np.isfinite(pos)) and pos.shape[0] == RUNS[name] + 1
 
 
+@pytest.mark.slow
 def test_hybrid_example_runs_where_the_coupling_exists():
     """pendulum_with_rod.toml: the rod's clamped first edge rides with the bob (node 0 stays at the
     bob's centre, node 1 0.05 m below it in the bob's frame) while the torque swings the bob;

@@ -328,3 +328,11 @@ def test_cli_reports_a_bad_file_without_importing_models(tmp_path):
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert r["rc"] == 2 and r["heavy"] == []
     assert r["err"].strip() == f"error: {bad}: bodies.bob.mass: expected a positive number in kg, got -1"
+
+
+def test_cli_rejects_scene_options_for_a_file(capsys):
+    import jaxrod.cli
+
+    assert jaxrod.cli.main(["simulate", "pendulum.toml", "--n-nodes", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --n-nodes apply to built-in scenes; a model file sets them in its tables")

@@ -280,8 +280,17 @@ def test_closed_loop_of_joints_is_explained(tmp_path):
 
 def test_find_loop_on_trees_and_cycles():
     assert find_loop([("a", "world", "1"), ("b", "1", "2"), ("c", "world", "3")]) is None
-    name, cycle = find_loop([("a", "world", "1"), ("b", "1", "2"), ("c", "2", "1")])
-    assert name == "c" and cycle == "2 --b--> 1 --c--> 2"
+    name, cycle, members = find_loop([("a", "world", "1"), ("b", "1", "2"), ("c", "2", "1")])
+    assert name == "c" and cycle == "2 --b--> 1 --c--> 2" and members == ["b", "c"]
+
+
+def test_revolute_closing_a_planar_loop_is_refused(tmp_path):
+    """The four-bar closed by a revolute constraint (hinges all about y) would give 3 redundant
+    rows; the message says so and names the planar pin."""
+    text = (EXAMPLES_DIR / "four_bar.toml").read_text().replace('type = "planar_pin"', 'type = "revolute"')
+    with pytest.raises(ModelFileError, match=r"bad\.toml: constraints\.rocker_pivot\.type: \"revolute\" closes the "
+                                             r"planar loop world --crank_pivot--> .* 3 of its 5 rows are redundant"):
+        load_model(_write(tmp_path, text))
 
 
 def test_units_and_shorthands(tmp_path):

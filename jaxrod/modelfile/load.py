@@ -279,8 +279,8 @@ def load_model(path) -> LoadedModel:
     bodies = [dict(read_body(n, t), where=t.where, path=str(path)) for n, t in root.table("bodies", {}).tables()]
     body_names = [b["name"] for b in bodies]
     joints = [read_joint(n, t, body_names) for n, t in root.table("joints", {}).tables()]
-    check_loops(path, joints)
     constraints = [read_joint(n, t, body_names) for n, t in root.table("constraints", {}).tables()]
+    check_loops(path, joints, constraints)
     rods = {n: read_rod(n, t) for n, t in root.table("rods", {}).tables()}
     body_loads, rod_loads = _read_loads(root, body_names, rods)
 

@@ -73,13 +73,15 @@ def read_joint(name, t: Table, bodies) -> dict:
     return {"name": name, "type": kind, "body1": b1, "body2": b2, "keys": keys, "where": t.where, "path": t.path}
 
 
-def check_loops(path, joints):
-    """Raise when the ``[joints]`` form a closed loop (see :mod:`jaxrod.modelfile.topology`)."""
+def check_loops(path, joints, constraints=()):
+    """Raise when the ``[joints]`` form a closed loop (see :mod:`jaxrod.modelfile.topology`), or
+    when a revolute ``[constraints]`` entry closes a loop of revolute joints with parallel axes
+    (a planar loop: its closure has 3 redundant rows, the Newton matrix is singular)."""
     from .errors import ModelFileError
 
     loop = find_loop([(j["name"], j["body1"], j["body2"]) for j in joints])
     if loop is not None:
-        name, cycle = loop
+        name, cycle, _ = loop
         raise ModelFileError(
             path, f"joints.{name}",
             f"closes the kinematic loop {cycle}. Joints must form a tree from the world (each adds one "
@@ -87,6 +89,25 @@ def check_loops(path, joints):
             f"[constraints.{name}] (for a planar loop use type = \"planar_pin\" there: a revolute joint "
             "closing a planar loop adds 3 redundant rows and a singular Newton matrix)",
         )
+    by_name = {j["name"]: j for j in joints}
+    for c in constraints:
+        loop = find_loop([(j["name"], j["body1"], j["body2"]) for j in joints] + [(c["name"], c["body1"], c["body2"])])
+        if c["type"] != "revolute" or loop is None:
+            continue
+        members = [by_name[n] for n in loop[2][:-1]]
+        if all(j["type"] in ("revolute", "planar_pin") and _parallel(j["keys"]["axis"], c["keys"]["axis"])
+               for j in members):
+            raise ModelFileError(
+                path, f"constraints.{c['name']}.type",
+                f"\"revolute\" closes the planar loop {loop[1]} (all hinge axes parallel): the in-plane loop "
+                "already fixes the out-of-plane rows, so 3 of its 5 rows are redundant and the Newton matrix "
+                "is singular; use type = \"planar_pin\" (the 2 in-plane rows)",
+            )
+
+
+def _parallel(a, b, tol=1e-9):
+    cross = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    return math.sqrt(sum(x * x for x in cross)) <= tol * math.sqrt(sum(x * x for x in a) * sum(x * x for x in b))
 
 
 def _build_parts(bodies, joints):

@@ -19,7 +19,8 @@ WORLD = "world"
 
 
 def _path(adjacent, a, b):
-    """Bodies on the path from ``a`` to ``b`` through the tree ``adjacent`` (BFS), with the joints."""
+    """``(bodies and joint arrows, joint names)`` on the path from ``a`` to ``b`` through the tree
+    ``adjacent`` (BFS)."""
     prev = {a: None}
     queue = deque([a])
     while queue:
@@ -30,12 +31,12 @@ def _path(adjacent, a, b):
             if m not in prev:
                 prev[m] = (n, joint)
                 queue.append(m)
-    out, n = [b], b
+    out, names, n = [b], [], b
     while prev[n] is not None:
         n, joint = prev[n]
-        out.append(f"--{joint}-->")
-        out.append(n)
-    return out[::-1]
+        out += [f"--{joint}-->", n]
+        names.append(joint)
+    return out[::-1], names[::-1]
 
 
 def find_loop(joints):
@@ -45,8 +46,9 @@ def find_loop(joints):
         joints: ``[(joint_name, body1, body2)]`` with ``"world"`` for the ground.
 
     Returns:
-        ``None`` for a forest, else ``(joint_name, cycle)`` with ``cycle`` a readable string
-        ``"world --crank_pivot--> crank --crank_coupler--> ... rocker --rocker_pivot--> world"``.
+        ``None`` for a forest, else ``(joint_name, cycle, members)``: ``cycle`` a readable string
+        ``"world --crank_pivot--> crank --crank_coupler--> ... rocker --rocker_pivot--> world"``,
+        ``members`` the names of the joints on the loop, the closing one last.
     """
     root = {}
 
@@ -61,8 +63,8 @@ def find_loop(joints):
     for name, b1, b2 in joints:
         r1, r2 = find(b1), find(b2)
         if r1 == r2:
-            path = _path(adjacent, b1, b2) + [f"--{name}-->", b1]
-            return name, " ".join(path)
+            path, names = _path(adjacent, b1, b2)
+            return name, " ".join(path + [f"--{name}-->", b1]), names + [name]
         root[r1] = r2
         adjacent.setdefault(b1, []).append((b2, name))
         adjacent.setdefault(b2, []).append((b1, name))

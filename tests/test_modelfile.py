@@ -217,6 +217,8 @@ BAD = [
      r"joints\.hinge\.axis: expected 3 numbers, not all zero"),
     ("inertia", PENDULUM.replace("[0.02, 0.02, 0.02]", "[0.01, 0.01, 0.05]"),
      r"bad\.toml: bodies\.bob: .*violate the triangle inequality"),
+    ("no inertia", PENDULUM.replace("inertia = [0.02, 0.02, 0.02]\n", ""),
+     r"bodies\.bob\.inertia: missing required key: expected 3 numbers in kg m\^2"),
     ("steps", PENDULUM.replace("duration = 1.0", "duration = 1.005"),
      r"simulation\.duration: must be a whole number of steps of dt = 0\.01 s"),
     ("empty", "[simulation]\ndt = 0.1\nduration = 1.0\n", r"bad\.toml: the file describes no model"),

@@ -20,7 +20,7 @@ def read_body(name, t: Table) -> dict:
     if name == WORLD:
         raise t.error(None, "'world' is reserved for the ground; name the body otherwise")
     body = {"name": name, "mass": t.number("mass", "kg", positive=True)}
-    raw = t.raw("inertia")
+    raw = t.raw("inertia", None)
     if isinstance(raw, list) and raw and isinstance(raw[0], list):
         body["inertia"] = t.matrix("inertia", 3, 3, "kg m^2")
     else:

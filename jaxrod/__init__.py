@@ -45,6 +45,7 @@ _LAZY = {
     "NewtonResult": ".solvers.newton",
     "NewtonSolver": ".solvers.newton",
     "newton_solve": ".solvers.newton",
+    "load_model": ".modelfile",
     "ModalResult": ".system.modal",
     "modal": ".system.modal",
     "BDF2": ".timestepping",
@@ -79,6 +80,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     )
     from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
     from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
+    from .modelfile import load_model
     from .system.modal import ModalResult, modal
     from .timestepping import (
         BDF2,
@@ -124,6 +126,7 @@ __all__ = [
     "first_mode_velocity",
     "geometry",
     "implicit_step",
+    "load_model",
     "modal",
     "newton_solve",
     "scenes",

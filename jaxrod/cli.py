@@ -9,6 +9,8 @@ Examples::
     jaxrod simulate cantilever-static --n-nodes 41 --plot static.png
     jaxrod simulate till-benchmark --integrator euler --scheme bdf_alpha --alpha -0.2 --plot till.png
     jaxrod simulate till-impulse --kirchhoff --dt 0.004
+    jaxrod simulate path/to/model.toml --plot model.png    # a model file (see jaxrod.modelfile)
+    jaxrod simulate pendulum.toml                          # a shipped example model file, by name
     jaxrod calibrate weight-release --out results/wr
     jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
 
@@ -99,7 +101,8 @@ def _build_parser():
         help="run a scene and report accuracy against its reference values",
         description="Run a built-in scene (see 'jaxrod scenes') and summarise the result.",
     )
-    s.add_argument("scene", help="scene name, e.g. cantilever-a1")
+    s.add_argument("scene", help="scene name, e.g. cantilever-a1, or a model file (.toml): a path or the name "
+                                 "of a shipped example, e.g. pendulum.toml")
     s.add_argument("--n-nodes", type=_int_at_least("--n-nodes", 3), metavar="N",
                    help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* scene, segments of a pcs-* scene")
     s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
@@ -158,7 +161,7 @@ def _scene_info(name):
     from .scenes.registry import REGISTRY
 
     if name not in REGISTRY:
-        raise CLIError(f"unknown scene {name!r}; available: {', '.join(REGISTRY)}")
+        raise CLIError(f"unknown scene {name!r}; available: {', '.join(REGISTRY)} (or a model file: path/to/model.toml)")
     return REGISTRY[name]
 
 
@@ -245,12 +248,83 @@ def _cmd_scenes(out):
     return 0
 
 
+def _is_model_file(name):
+    """A path ending in .toml, an existing file, or the name of a shipped example model file
+    (checked on disk: nothing is imported)."""
+    examples = os.path.join(os.path.dirname(__file__), "modelfile", "examples")
+    return name.endswith(".toml") or os.path.isfile(name) or os.path.isfile(os.path.join(examples, name + ".toml"))
+
+
+def _load_model_file(args):
+    """The :class:`~jaxrod.modelfile.LoadedModel` of ``args.scene`` with the command-line
+    overrides that apply to a file (--dt, --duration, --save-every, --plot, --animate)."""
+    import dataclasses
+
+    from .modelfile import load_model
+
+    scene_only = {"--n-nodes": args.n_nodes, "--load-parameter": args.load_parameter, "--integrator": args.integrator,
+                  "--kirchhoff": args.kirchhoff or None, "--scheme": args.scheme, "--alpha": args.alpha}
+    given = [k for k, v in scene_only.items() if v is not None]
+    if given:
+        raise CLIError(f"{', '.join(given)} apply to built-in scenes; a model file sets them in its tables "
+                       "([simulation] scheme, alpha; the rod's resolution)")
+    loaded = load_model(args.scene)
+    changes = {k: getattr(args, k) for k in ("dt", "duration") if getattr(args, k) is not None}
+    if changes and loaded.static:
+        raise CLIError(f"--dt/--duration do not apply: {loaded.path} is a static problem")
+    loaded = dataclasses.replace(loaded, **changes)
+    args.save_every = loaded.save_every if args.save_every == 1 else args.save_every
+    args.plot, args.animate = args.plot or loaded.plot, args.animate or loaded.animate
+    return loaded
+
+
+def _cmd_simulate_system(loaded, args, out, err):
+    """Run a rigid-body model file and print its ``[output] quantities``."""
+    import numpy as np
+
+    from .simulate import simulate
+
+    if args.animate:
+        raise CLIError("--animate draws rods; for rigid-body systems use --plot")
+    n_steps = loaded.n_steps
+    if n_steps < 1:
+        raise CLIError(f"duration {loaded.duration:g} s is shorter than one step of dt = {loaded.dt:g} s")
+    if n_steps % args.save_every:
+        raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
+    print(f"model     {loaded.name}: {loaded.description}", file=out)
+    print(f"bodies    {len(loaded.body_names)} ({', '.join(loaded.body_names)})", file=out)
+    print(f"time      dt = {loaded.dt:g} s, duration = {n_steps * loaded.dt:g} s, {n_steps} steps, "
+          f"scheme {_scheme_name(loaded.scheme)}, saving every {args.save_every}", file=out, flush=True)
+    t0 = time.perf_counter()
+    traj = simulate(loaded.model, dt=loaded.dt, n_steps=n_steps, scheme=loaded.scheme, save_every=args.save_every,
+                    solver=loaded.solver, state0=loaded.state0, progress=not args.no_progress)
+    its = np.asarray(traj.stats.iterations)
+    print(f"wall time {time.perf_counter() - t0:.2f} s (compile + run)", file=out)
+    print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
+          f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
+    for line in loaded.summary(traj):
+        print(line, file=out)
+    out.flush()
+    if args.plot:
+        from .modelfile.figures import plot_bodies
+        from .progress import activity
+
+        with activity(f"drawing {args.plot}", enabled=not args.no_progress):
+            plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description)
+        print(f"plot      {args.plot}", file=out, flush=True)
+    return 0
+
+
 def _cmd_simulate(args, out, err):
+    # a model file is checked before the simulator is imported: a bad file answers at once
+    scene = _load_model_file(args) if _is_model_file(args.scene) else None
+    if scene is not None and scene.kind in ("system", "hybrid"):
+        return _cmd_simulate_system(scene, args, out, err)
     import numpy as np
 
     from . import analysis
     from .simulate import simulate, solve_static
-    scene = _make_scene(args)
+    scene = _make_scene(args) if scene is None else scene
     model = scene.model
     n = _n_nodes(model)
     print(f"scene     {scene.name}: {scene.description}", file=out)
@@ -417,7 +491,7 @@ def main(argv=None) -> int:
             return int(e.code or 0)
         if args.command == "scenes":
             return _cmd_scenes(out)
-        if args.command == "simulate":
+        if args.command == "simulate" and not _is_model_file(args.scene):
             _scene_info(args.scene)  # a misspelt name is reported before the simulator is imported
         if args.command == "calibrate":
             return _cmd_calibrate(args, out)

@@ -1,0 +1,333 @@
+""":func:`load_model`: a TOML model file -> :class:`LoadedModel` (model, initial state, run settings).
+
+Two phases: every table is read and checked first (pure Python, :mod:`~jaxrod.modelfile.values`),
+so a bad file is reported before JAX is imported; then the model is built with the library's own
+constructors. Top-level tables: ``[model]``, ``[world]``, ``[bodies.*]``, ``[joints.*]``,
+``[constraints.*]``, ``[[loads]]``, ``[rods.*]``, ``[[attachments]]``, ``[simulation]``,
+``[output]`` (see the README section "Model files" for every key and its unit).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ModelFileError, closest
+from .mechanism import build_hybrid, build_system, check_loops, read_body, read_joint
+from .report import QUANTITIES, default_quantities, summary_lines
+from .rods import read_rod
+from .values import Table
+
+__all__ = ["EXAMPLES_DIR", "LoadedModel", "example_names", "load_model", "resolve"]
+
+#: the shipped example files (``jaxrod simulate pendulum.toml`` finds them by name)
+EXAMPLES_DIR = Path(__file__).with_name("examples")
+
+_SCHEMES = ("average_vector_field", "implicit_midpoint", "backward_euler", "bdf2", "trapezoid", "newmark",
+            "newmark_from_rest", "bdf_alpha")
+
+
+def example_names():
+    """Names of the shipped example files, sorted."""
+    return sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
+
+
+def resolve(path) -> Path:
+    """``path`` if it exists, else the shipped example of that name (``.toml`` optional)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    for name in (p.name, p.name + ".toml"):
+        if p.parent == Path(".") and (EXAMPLES_DIR / name).is_file():
+            return EXAMPLES_DIR / name
+    raise ModelFileError(path, "", f"no such file (shipped examples: {', '.join(example_names())})")
+
+
+@dataclass
+class LoadedModel:
+    """A model file, built: the model, its initial state and how to run it. It has the fields of
+    a :class:`~jaxrod.scenes.scene.Scene`, so the command line runs both alike.
+
+    Attributes:
+        path: the file.
+        name, description: from ``[model]`` (default: the file name).
+        kind: ``"system"`` (rigid bodies and joints), ``"rod"`` (a rod model), ``"scene"`` (a
+            built-in scene) or ``"hybrid"`` (rods attached to bodies, ``jaxrod.system.hybrid``).
+        model: the model (:class:`~jaxrod.system.MultibodySystem`, ``DERModel``, ``PCSModel``,
+            ``HybridSystem``...).
+        state0: initial :class:`~jaxrod.models.base.State` (``None``: the model's own).
+        dt, duration: time step and simulated time [s]; ``n_steps`` their ratio.
+        scheme: time scheme; solver: ``NewtonSolver`` or ``None`` (the default).
+        static, load_steps: a static solve (``solve_static``) in ``load_steps`` increments.
+        save_every: save one frame every this many steps.
+        quantities: names of :data:`~jaxrod.modelfile.report.QUANTITIES` a run reports.
+        plot, animate: figure / GIF file names from ``[output]`` (or ``None``).
+        body_names: names of the bodies, in the order of the model's arrays.
+        reference: reference values of a built-in scene (empty otherwise).
+    """
+
+    path: str
+    name: str
+    description: str
+    kind: str
+    model: object
+    dt: float = 0.0
+    duration: float = 0.0
+    scheme: object = None
+    solver: object = None
+    static: bool = False
+    load_steps: int = 1
+    save_every: int = 1
+    state0: object = None
+    quantities: tuple = ()
+    plot: str | None = None
+    animate: str | None = None
+    body_names: tuple = ()
+    reference: dict = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return int(round(self.duration / self.dt))
+
+    def simulate(self, *, n_steps=None, progress=False, **options):
+        """Run the model with the file's settings: :func:`jaxrod.simulate` (``n_steps`` overrides
+        the file's ``duration / dt``; ``options`` go to ``simulate``), or for a static file
+        :func:`jaxrod.solve_static`, returning ``(state, newton_result)``."""
+        if self.static:
+            from ..simulate import solve_static
+
+            return solve_static(self.model, load_steps=self.load_steps, progress=progress, **options)
+        from ..simulate import simulate
+
+        n = self.n_steps if n_steps is None else n_steps
+        options.setdefault("save_every", self.save_every if n % self.save_every == 0 else 1)
+        return simulate(self.model, dt=self.dt, n_steps=n, scheme=self.scheme, state0=self.state0,
+                        solver=self.solver, progress=progress, **options)
+
+    def summary(self, traj):
+        """The ``[output] quantities`` of a trajectory, one string each."""
+        return summary_lines(self, traj)
+
+
+def _parse(path: Path):
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ModelFileError(path, "", f"TOML syntax error: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelFileError(path, "", f"cannot read the file: {e}") from None
+    return Table(path, "", data)
+
+
+def _array_of_tables(root: Table, key):
+    raw = root.raw(key, [])
+    if not isinstance(raw, list):
+        raise root.error(key, f"expected an array of tables ([[{key}]] blocks), got {raw!r}")
+    return [Table(root.path, f"{key}[{i}]", item) for i, item in enumerate(raw)]
+
+
+def _read_loads(root, bodies, rods):
+    """``[[loads]]``: constant forces/torques on a body (added to its own) or on a rod node."""
+    on_bodies, on_rods = {}, {}
+    for t in _array_of_tables(root, "loads"):
+        force = t.vector("force", 3, "N", [0.0, 0.0, 0.0])
+        torque = t.vector("torque", 3, "N m", [0.0, 0.0, 0.0])
+        if ("body" in t) == ("rod" in t):
+            raise t.error(None, "a load names exactly one of 'body' or 'rod'")
+        if "body" in t:
+            name = t.string("body")
+            if name not in bodies:
+                raise t.error("body", f"names no body: {name!r}{closest(name, bodies)}; bodies: {', '.join(bodies) or 'none'}")
+            on_bodies.setdefault(name, []).append((force, torque))
+        else:
+            name = t.string("rod")
+            if name not in rods:
+                raise t.error("rod", f"names no rod: {name!r}{closest(name, rods)}; rods: {', '.join(rods) or 'none'}")
+            spec = rods[name]
+            node = t.raw("node", "tip")
+            if spec.n_nodes is None and node != "tip":
+                raise t.error("node", f"a {spec.kind} rod takes loads at its tip only: node = \"tip\", got {node!r}")
+            if spec.n_nodes is not None and node != "tip" and (
+                    isinstance(node, bool) or not isinstance(node, int) or not -spec.n_nodes <= node < spec.n_nodes):
+                raise t.error("node", f"expected \"tip\" or a node index in [{-spec.n_nodes}, {spec.n_nodes - 1}], got {node!r}")
+            if spec.kind == "der" and any(torque):
+                raise t.error("torque", "a DER rod takes nodal forces only (torque = [0, 0, 0])")
+            on_rods.setdefault(name, []).append((node, force, torque))
+        t.finish()
+    return on_bodies, on_rods
+
+
+def _read_attachments(root, bodies, rods):
+    """``[[attachments]]``: a rod node pinned (``type = "pin"``, ``node``) or a rod edge clamped
+    (``type = "clamp"``, ``edge``) to a body or the world; indices or ``"start"`` / ``"end"``."""
+    out = []
+    for t in _array_of_tables(root, "attachments"):
+        kind = t.string("type", choices=("clamp", "pin"))
+        rod, body = t.string("rod"), t.string("body")
+        if rod not in rods:
+            raise t.error("rod", f"names no rod: {rod!r}{closest(rod, rods)}; rods: {', '.join(rods) or 'none'}")
+        if body != "world" and body not in bodies:
+            raise t.error("body", f"names no body: {body!r}{closest(body, bodies)}; bodies: "
+                                  f"{', '.join(bodies) or 'none'} (or 'world')")
+        spec = rods[rod]
+        if spec.kind != "der":
+            raise t.error("rod", f"attachments take DER rods (model = \"der\"); {spec.where} is a {spec.kind} rod")
+        key = "edge" if kind == "clamp" else "node"
+        count = spec.n_nodes - 1 if kind == "clamp" else spec.n_nodes
+        index = t.raw(key)
+        if index in ("start", "end"):
+            index = 0 if index == "start" else count - 1
+        elif isinstance(index, bool) or not isinstance(index, int) or not -count <= index < count:
+            raise t.error(key, f"expected \"start\", \"end\" or an index in [{-count}, {count - 1}] "
+                               f"({spec.where} has {count} {key}s), got {index!r}")
+        t.finish()
+        out.append({"type": kind, "rod": rod, "body": body, "index": index % count, "table": t})
+    return out
+
+
+def _read_simulation(root, rod_settings, kind):
+    t = root.table("simulation", {})
+    static = t.boolean("static", bool(rod_settings.get("static", False)))
+    out = {"static": static, "load_steps": t.integer("load_steps", 1, minimum=1)}
+    if static:
+        t.finish()
+        return out
+    dt_default = rod_settings.get("dt")
+    out["dt"] = t.number("dt", "s", dt_default if dt_default is not None else _req(), positive=True)
+    dur = rod_settings.get("duration")
+    out["duration"] = t.number("duration", "s", dur if dur is not None else _req(), positive=True)
+    out["scheme"] = t.string("scheme", None, choices=_SCHEMES)
+    out["alpha"] = t.number("alpha", "", None, between=(-0.5, 0.0))
+    if (out["alpha"] is None) != (out["scheme"] != "bdf_alpha"):
+        raise t.error("alpha", "alpha (in [-0.5, 0]) goes with scheme = \"bdf_alpha\", and only with it")
+    n = out["duration"] / out["dt"]
+    if round(n) < 1 or abs(n - round(n)) > 1e-9 * max(1.0, n):
+        raise t.error("duration", f"must be a whole number of steps of dt = {out['dt']:g} s, got "
+                                  f"{out['duration']:g} s ({n:g} steps)")
+    out["save_every"] = t.integer("save_every", 1, minimum=1)
+    if round(n) % out["save_every"]:
+        raise t.error("save_every", f"must divide the number of steps ({round(n)}), got {out['save_every']}")
+    newton = t.table("newton", None)
+    out["newton"] = None
+    if newton is not None:
+        out["newton"] = {k: newton.number(k, "", None, nonnegative=True) for k in ("rtol", "atol")}
+        out["newton"]["max_steps"] = newton.integer("max_steps", None, minimum=1)
+        newton.finish()
+    t.finish()
+    return out
+
+
+def _req():
+    from .values import REQUIRED
+
+    return REQUIRED
+
+
+def _read_output(root, kind):
+    t = root.table("output", {})
+    valid = [q for q, (kinds, _) in QUANTITIES.items() if ("rod" if kind == "scene" else kind) in kinds]
+    raw = t.raw("quantities", list(default_quantities("rod" if kind == "scene" else kind)))
+    if not isinstance(raw, list) or not all(isinstance(q, str) for q in raw):
+        raise t.error("quantities", f"expected a list of names from {valid}, got {raw!r}")
+    for q in raw:
+        if q not in valid:
+            raise t.error("quantities", f"unknown quantity {q!r}{closest(q, valid)} for this model; choose from {valid}")
+    out = {"quantities": tuple(raw), "plot": t.string("plot", None), "animate": t.string("animate", None)}
+    t.finish()
+    return out
+
+
+def _scheme(sim, default, where):
+    from ..timestepping import BDFAlpha, DifferenceFormula, NewmarkBeta, scheme_from_name
+
+    name = sim["scheme"]
+    if name is None:
+        return default
+    if isinstance(default, DifferenceFormula):  # a shooting (Cosserat) model: first-order formulas
+        if name == "bdf_alpha":
+            return DifferenceFormula.bdf_alpha(sim["alpha"])
+        if name not in ("backward_euler", "bdf2", "trapezoid"):
+            raise where.error("scheme", f"a shooting (Cosserat) scene takes backward_euler, bdf2, trapezoid or "
+                                        f"bdf_alpha, got {name!r}")
+        return getattr(DifferenceFormula, name)()
+    if name == "bdf_alpha":
+        return BDFAlpha(sim["alpha"])
+    if name == "newmark_from_rest":
+        return NewmarkBeta(start="rest")
+    return scheme_from_name(name)
+
+
+def load_model(path) -> LoadedModel:
+    """Read, check and build the model file ``path`` (a path, or the name of a shipped example).
+
+    Raises:
+        ModelFileError: (a ``ValueError``) naming the file, the table and the key: TOML syntax
+            (with line and column), unknown keys (with the closest valid key), missing keys, wrong
+            types, shapes, signs or units, joints naming missing bodies, joints closing a loop.
+    """
+    path = resolve(path)
+    root = _parse(path)
+    meta = root.table("model", {})
+    name = meta.string("name", path.stem)
+    description = meta.string("description", name)
+    meta.finish()
+    world = root.table("world", {})
+    gravity = world.vector("gravity", 3, "m/s^2", None)
+    world.finish()
+
+    bodies = [dict(read_body(n, t), where=t.where, path=str(path)) for n, t in root.table("bodies", {}).tables()]
+    body_names = [b["name"] for b in bodies]
+    joints = [read_joint(n, t, body_names) for n, t in root.table("joints", {}).tables()]
+    constraints = [read_joint(n, t, body_names) for n, t in root.table("constraints", {}).tables()]
+    check_loops(path, joints, constraints)
+    rods = {n: read_rod(n, t) for n, t in root.table("rods", {}).tables()}
+    body_loads, rod_loads = _read_loads(root, body_names, rods)
+
+    if not bodies and not rods:
+        raise root.error(None, "the file describes no model: add [bodies.NAME] (rigid bodies) or [rods.NAME]")
+    attachments = _read_attachments(root, body_names, rods)
+    if bodies and rods and not attachments:
+        raise root.error("rods", "a file with both rigid bodies and rods couples them by [[attachments]] "
+                                 "(type = \"clamp\" or \"pin\", rod, body, edge or node); none given")
+    if len(rods) > 1 and not attachments:
+        raise root.error("rods", f"several rods ({', '.join(rods)}) must be coupled by [[attachments]]; a rod "
+                                 "network: scene = \"network-...\"")
+    rod = next(iter(rods.values()), None)
+    kind = "hybrid" if attachments else "system" if bodies else ("scene" if rod.kind == "scene" else "rod")
+    if rod is not None and not rod.uses_gravity and gravity is not None:
+        raise world.error("gravity", f"{rod.where} is a built-in scene, which sets its own gravity; remove [world].gravity")
+    sim = _read_simulation(root, rod.settings if rod is not None else {}, kind)
+    sim_table = Table(path, "simulation", root.data.get("simulation", {}))
+    output = _read_output(root, kind)
+    root.finish()
+
+    # ---- build (imports JAX and the model packages) ------------------------------------------
+    from ..solvers.newton import NewtonSolver
+    from ..timestepping import AverageVectorField
+
+    reference, state0, scheme_default = {}, None, AverageVectorField()
+    for b in bodies:
+        for f, tau in body_loads.get(b["name"], ()):
+            b["force"] = [x + y for x, y in zip(b["force"], f)]
+            b["torque"] = [x + y for x, y in zip(b["torque"], tau)]
+    if kind == "system":
+        model = build_system(bodies, joints + constraints, gravity)
+    elif kind == "hybrid":
+        model = build_hybrid(path, bodies, joints + constraints, rods, rod_loads, attachments, gravity)
+    else:
+        scene = rod.build(gravity, rod_loads.get(rod.name, []))
+        model, state0, reference = scene.model, scene.state0, scene.reference
+        if kind == "scene":
+            scheme_default = scene.scheme
+            description = description if meta.data.get("description") else scene.description
+    solver = None
+    if sim.get("newton"):
+        solver = NewtonSolver(**{k: v for k, v in sim["newton"].items() if v is not None})
+    return LoadedModel(
+        path=str(path), name=name, description=description, kind=kind, model=model, state0=state0,
+        dt=sim.get("dt", 0.0), duration=sim.get("duration", 0.0),
+        scheme=None if sim["static"] else _scheme(sim, scheme_default, sim_table), solver=solver, static=sim["static"],
+        load_steps=sim["load_steps"], save_every=sim.get("save_every", 1), quantities=output["quantities"],
+        plot=output["plot"], animate=output["animate"], body_names=tuple(body_names), reference=reference,
+    )

@@ -1,0 +1,92 @@
+"""The element types a model file may name, as tables: one entry per joint type and rod model.
+
+A new joint class becomes available to model files by adding one :class:`JointType` line to
+:data:`JOINT_TYPES` (its class and the keys it reads, each with its SI unit); the loader, the
+validation and the README's key list all come from these tables. Nothing here imports JAX: the
+classes are named by ``"module:Class"`` and imported when a model is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from .values import REQUIRED
+
+__all__ = ["JOINT_TYPES", "JointType", "Key", "ROD_MODELS"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of an element table.
+
+    Attributes:
+        kind: ``"vector3"`` (3 numbers), ``"axis"`` (3 numbers, not all zero), ``"number"``,
+            ``"nonnegative"`` (>= 0) or ``"positive"`` (> 0).
+        unit: SI unit (``""`` for dimensionless), shown in messages.
+        default: value when absent (``REQUIRED``: must be given).
+        doc: one line for the README / ``--help``.
+    """
+
+    kind: str
+    unit: str
+    default: object = REQUIRED
+    doc: str = ""
+
+    def read(self, table, name):
+        """Read key ``name`` of ``table`` (a :class:`~jaxrod.modelfile.values.Table`)."""
+        if self.kind == "vector3":
+            return table.vector(name, 3, self.unit, self.default)
+        if self.kind == "axis":
+            return table.vector(name, 3, self.unit, self.default, nonzero=True)
+        return table.number(name, self.unit, self.default, positive=self.kind == "positive",
+                            nonnegative=self.kind == "nonnegative")
+
+
+_POINT = Key("vector3", "m", doc="joint point in the world frame at the initial configuration")
+_AXIS = Key("axis", "", doc="joint axis in the world frame at the initial configuration (any length)")
+
+
+@dataclass(frozen=True)
+class JointType:
+    """A joint class usable in ``[joints.NAME]`` / ``[constraints.NAME]`` tables.
+
+    Attributes:
+        target: ``"module:Class"``; the class is called as ``Class(body1, body2, **keys)``.
+        keys: key name -> :class:`Key` (the class's keyword arguments).
+        doc: one line.
+    """
+
+    target: str
+    keys: dict = field(default_factory=dict)
+    doc: str = ""
+
+    def load(self):
+        module, name = self.target.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+#: ``type = "..."`` of a joint or constraint table -> its :class:`JointType`.
+JOINT_TYPES = {
+    "spherical": JointType("jaxrod.system.joints:Spherical", {"point": _POINT}, "ball joint (3 rows)"),
+    "revolute": JointType(
+        "jaxrod.system.joints:Revolute",
+        {
+            "point": _POINT,
+            "axis": _AXIS,
+            "stiffness": Key("nonnegative", "N m/rad", 0.0, "rotational spring"),
+            "damping": Key("nonnegative", "N m s/rad", 0.0, "rotational damper"),
+            "rest_angle": Key("number", "rad", 0.0, "spring rest angle"),
+        },
+        "hinge about axis (5 rows), optional spring-damper",
+    ),
+    "fixed": JointType("jaxrod.system.joints:Fixed", {"point": _POINT}, "weld (6 rows)"),
+    "planar_pin": JointType("jaxrod.system.joints:PlanarPin", {"point": _POINT, "axis": _AXIS},
+                            "in-plane part of a revolute joint (2 rows): closes planar loops"),
+}
+
+#: ``model = "..."`` of a rod table -> the function of :mod:`jaxrod.modelfile.rods` reading it.
+ROD_MODELS = {
+    "der": "read_der",
+    "pcs": "read_pcs",
+}

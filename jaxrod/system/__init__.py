@@ -9,8 +9,10 @@
 
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
+from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, SampledTrajectory, Universal
 from .modal import ModalResult, modal
 from .multibody import BodyFrames, MultibodySystem
+from .multibody import RedundantConstraintWarning
 
 __all__ = [
     "AbstractJoint",
@@ -18,9 +20,16 @@ __all__ = [
     "Fixed",
     "ModalResult",
     "MultibodySystem",
+    "Planar",
     "PlanarPin",
+    "PrescribedAngle",
+    "PrescribedDisplacement",
+    "Prismatic",
+    "RedundantConstraintWarning",
     "Revolute",
     "RigidBody",
+    "SampledTrajectory",
     "Spherical",
+    "Universal",
     "modal",
 ]

@@ -52,6 +52,7 @@ PEND_L, PEND_M, PEND_IC = 0.5, 1.2, 0.02         # prescribed-x pendulum: COM di
 X_AMP, X_W = 0.1, 3.0                            # its COM x(t) = X_AMP (1 - cos X_W t)
 LIM_UPPER, LIM_K, LIM_W0 = 0.3, 4000.0, 3.0       # limited pendulum: stop [rad], N m/rad, initial rate
 SL_M, SL_K, SL_UPPER, SL_KLIM, SL_V0 = 0.5, 20.0, 0.05, 5000.0, 0.8   # limited slider
+DAMP_C = 0.5                                     # damped slider [N s/m]: damping ratio 0.079
 
 
 class _Ramp(eqx.Module):
@@ -109,6 +110,10 @@ def _build():
     bodies.append(RigidBody("sl", SL_M, [0.01, 0.01, 0.01], position=S, velocity=[SL_V0, 0, 0]))
     joints.append(Prismatic(None, "sl", point=S, axis=[1, 0, 0], stiffness=SL_K, upper=SL_UPPER,
                             limit_stiffness=SL_KLIM))
+    # a damped slider at y = 12 (spring SL_K, damper DAMP_C): the translational damper path
+    D = np.array([0.0, 12.0, 0.0])
+    bodies.append(RigidBody("damped", SL_M, [0.01, 0.01, 0.01], position=D, velocity=[SL_V0, 0, 0]))
+    joints.append(Prismatic(None, "damped", point=D, axis=[1, 0, 0], stiffness=SL_K, damping=DAMP_C))
     # a puck on a planar joint (normal z) at y = 10: slides and spins in the plane under gravity
     bodies.append(RigidBody("puck", 0.7, [0.01, 0.02, 0.03], position=[0, 10.0, 0], velocity=[0.2, 0.1, 0],
                             angular_velocity=[0.0, 0.0, 1.0]))
@@ -129,6 +134,10 @@ def mechanisms():
 
 def _index(system, name):
     return [b.name for b in system.bodies].index(name)
+
+
+def _joint(system, kind):
+    return [type(j) for j in system.joints].index(kind)
 
 
 def test_redundant_rows_dropped_and_still_hold(mechanisms):
@@ -254,8 +263,64 @@ def test_planar_joint_keeps_the_puck_in_its_plane(mechanisms):
     R = _rotations(traj)[:, k]
     spin = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
     assert np.max(np.abs(spin - t)) < 1e-9
-    lam = np.asarray(system.multipliers(traj.q, DT))[:, system.constraint_rows()[-1]]
+    lam = np.asarray(system.multipliers(traj.q, DT))[:, system.constraint_rows()[_joint(system, Planar)]]
     assert np.max(np.abs(0.5 * (lam[1:, 0] + lam[:-1, 0]) - 0.7 * G)) < 1e-6
+
+
+def test_prismatic_damper_matches_damped_oscillator(mechanisms):
+    """Slider with spring 20 N/m and damper 0.5 N s/m (zeta = 0.079) from x = 0 at 0.8 m/s:
+    x(t) = v0 / wd exp(-zeta wn t) sin(wd t)."""
+    system, traj = mechanisms
+    t = np.asarray(traj.times)
+    x = np.asarray(traj.positions)[:, _index(system, "damped"), 0]
+    wn = np.sqrt(SL_K / SL_M)
+    zeta = DAMP_C / (2 * np.sqrt(SL_K * SL_M))
+    wd = wn * np.sqrt(1 - zeta**2)
+    expected = SL_V0 / wd * np.exp(-zeta * wn * t) * np.sin(wd * t)
+    assert np.max(np.abs(x - expected)) < 2e-3 * SL_V0 / wd
+    assert expected[-1] < 0.75 * SL_V0 / wd  # decayed noticeably over the run
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Revolute(None, "b", point=[0, 0, 0], axis=[0, 1, 0], upper=0.5),
+         r"Revolute: joint limits \(lower = -inf, upper = 0\.5 \[rad\]\) need limit_stiffness > 0 \[N m/rad\], got 0\.0"),
+        (lambda: Prismatic(None, "b", point=[0, 0, 0], axis=[1, 0, 0], lower=0.2, upper=0.1, limit_stiffness=1.0),
+         r"Prismatic: lower = 0\.2 must be below upper = 0\.1 \[m\]"),
+        (lambda: Prismatic(None, "b", point=[0, 0, 0], axis=[1, 0, 0], stiffness=-2.0),
+         r"Prismatic\.stiffness must be a finite number >= 0 \[N/m\], got -2\.0"),
+        (lambda: Prismatic(None, "b", point=[0, 0, 0], axis=[1, 0, 0], force=3.0),
+         r"Prismatic\.force must be None or a function t \[s\] -> force \[N\], got 3\.0"),
+        (lambda: Universal(None, "b", point=[0, 0, 0], axis1=[1, 0, 0], axis2=[1, 1, 0]),
+         r"Universal\.axis1 \[1\.0, 0\.0, 0\.0\] and axis2 .* must be perpendicular"),
+        (lambda: Planar(None, "b", point=[0, 0, 0], axis=[0, 0, 0]),
+         r"Planar\.axis must be a finite non-zero 3-vector"),
+        (lambda: PrescribedDisplacement(None, "b", point=[0, 0, 0], axis=[1, 0, 0], trajectory=[0.0, 1.0]),
+         r"PrescribedDisplacement\.trajectory must be a function t \[s\] -> value"),
+        (lambda: SampledTrajectory([0.0, 1.0, 1.0], [0.0, 1.0, 2.0]),
+         r"SampledTrajectory\.times must be a 1-D strictly increasing array"),
+        (lambda: SampledTrajectory([0.0, 1.0], [0.0, 1.0, 2.0]),
+         r"SampledTrajectory\.values must be finite with the shape of times \(2,\), got shape \(3,\)"),
+    ],
+)
+def test_joint_validation(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_sampled_trajectory_is_the_natural_cubic_spline():
+    """Through samples of a cubic's nodes the natural spline has zero end curvature; checked
+    against the textbook value at a midpoint (and exact at the samples)."""
+    ts = np.array([0.0, 1.0, 2.0, 3.0])
+    ys = np.array([0.0, 1.0, 0.0, 1.0])
+    f = SampledTrajectory(ts, ys)
+    assert np.allclose([float(f(t)) for t in ts], ys, atol=1e-14)
+    # natural spline, equal spacing: M1, M2 from [4 1; 1 4] M = 6 [y0 - 2 y1 + y2, y1 - 2 y2 + y3]
+    M = np.linalg.solve([[4.0, 1.0], [1.0, 4.0]], 6 * np.array([-2.0, 2.0]))
+    mid = 0.5 * (ys[1] + ys[2]) - (M[0] + M[1]) / 16  # S(1.5) = mean - (M1 + M2) h^2 / 16
+    assert abs(float(f(1.5)) - mid) < 1e-14
+    assert float(f(-1.0)) == 0.0 and float(f(5.0)) == 1.0  # held at the end values
 
 
 # ------------------------------------------------------------ redundancy as an error

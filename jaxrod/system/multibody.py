@@ -83,6 +83,9 @@ forces between redundant joints is not determined by rigid bodies). The dropped 
 (they are implied by the others) and are reported by :meth:`MultibodySystem.constraint_values`.
 Redundancy is decided at the assembly configuration; a mechanism that passes through a singular
 configuration (a four-bar's dead point) changes rank there and is not handled.
+
+:func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
+modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
 """
 
 from __future__ import annotations
@@ -537,6 +540,11 @@ class MultibodySystem(AbstractImplicitModel):
         _, psi, _ = self.unpack(q)
         quat = quat_multiply(aux.quat, quat_from_axis_angle(psi - aux.psi))
         return BodyFrames(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True), psi)
+
+    def multiplier_mask(self):
+        """``(n_coordinates,)`` True on the integrated multipliers ``mu`` (see
+        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        return np.arange(self.n_coordinates) >= 6 * self.n_bodies
 
     def default_linear_solver(self):
         return DenseJacobianSolver()

@@ -9,6 +9,7 @@
 
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
+from .forces import AbstractForce, Damper, ForceSet, JointTorque, PDController, PointForce, Spring, TorsionDamper, TorsionSpring  # noqa: E501,I001
 from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, SampledTrajectory, Universal
 from .modal import ModalResult, modal
 from .multibody import BodyFrames, MultibodySystem
@@ -33,3 +34,4 @@ __all__ = [
     "Universal",
     "modal",
 ]
+__all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501

@@ -103,6 +103,7 @@ from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, ro
 from ..models.base import AbstractImplicitModel, State
 from ..solvers.jacobian import DenseJacobianSolver
 from .bodies import RigidBody
+from .forces import ForceSet
 from .joints import AbstractJoint
 
 
@@ -134,6 +135,10 @@ class MultibodySystem(AbstractImplicitModel):
         loads: ``None`` or a function ``t [s] -> (forces (n_bodies, 3) [N], torques (n_bodies, 3)
             [N m])``, world frame, forces at the centres of mass, added to the bodies' constant
             ``force``/``torque`` (static: a new function compiles a new program).
+        forces: sequence of force elements (:mod:`jaxrod.system.forces`: springs, dampers,
+            inputs, controllers), held in :attr:`forces` (a :class:`~jaxrod.system.forces.ForceSet`,
+            grouped by type like the joints): springs add their energy, dampers and inputs their
+            generalised forces (virtual work at the stage point).
         redundant: ``'drop'`` (default) or ``'error'``: what to do with constraint rows implied
             by earlier joints (module docstring); :attr:`redundant_rows` lists those dropped.
 
@@ -157,9 +162,10 @@ class MultibodySystem(AbstractImplicitModel):
     groups: tuple
     group_members: tuple = eqx.field(static=True)
     joint_bodies: tuple = eqx.field(static=True)
+    forces: ForceSet
     redundant_rows: tuple = eqx.field(static=True)
 
-    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, redundant="drop"):
+    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=(), redundant="drop"):
         bodies, joints = tuple(bodies), tuple(joints)
         if not bodies:
             raise ValueError("MultibodySystem.bodies must contain at least one RigidBody, got none")
@@ -217,6 +223,7 @@ class MultibodySystem(AbstractImplicitModel):
         self.anchors = jnp.stack(anchors) if anchors else jnp.zeros((0, 2, 3))
         self.joint_frames = jnp.stack(frames) if frames else jnp.zeros((0, 2, 3, 3))
         self.groups, self.group_members = _group_joints(joints)
+        self.forces = ForceSet(forces, bodies)
         self.redundant_rows = ()
         self.redundant_rows = self._find_redundant_rows(redundant)
 
@@ -401,6 +408,7 @@ class MultibodySystem(AbstractImplicitModel):
         Jw = jnp.einsum("bij,bj->bi", J, omega)
         tau = jnp.einsum("bij,bj->bi", J, alpha) + jnp.cross(omega, Jw) - jnp.einsum("bji,bj->bi", R, tau_app)
         tau = tau + tau_damp
+        force_work = self.forces.work(x, R, xd, omega, t)
         keep = self._kept_rows()
 
         def virtual_work(qq):
@@ -409,8 +417,8 @@ class MultibodySystem(AbstractImplicitModel):
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
             g = self.constraints(xx, RR, t)
-            work = jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + self.joint_potential(xx, RR, t)
-            return work + (lam * keep) @ g, g
+            joints = self.joint_potential(xx, RR, t) + (lam * keep) @ g
+            return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + joints + force_work(xx, RR), g
 
         # g comes back as the value at qq = q: one traced constraint evaluation serves both uses
         r, g = jax.grad(virtual_work, has_aux=True)(q)
@@ -469,8 +477,8 @@ class MultibodySystem(AbstractImplicitModel):
         return jnp.swapaxes(frames, -1, -2)
 
     def energy(self, positions, frames, v, t=0.0):
-        """Kinetic + gravitational + joint-spring energy [J] (minus the work of joint input
-        torques) from observed ``positions`` ``(n_bodies, 3)``, ``frames`` ``(n_bodies, 3, 3)``
+        """Kinetic + gravitational + joint-spring + force-element spring energy [J] (minus the
+        work of joint input torques) from observed ``positions`` ``(n_bodies, 3)``, ``frames`` ``(n_bodies, 3, 3)``
         and velocities ``v`` (flat, like ``q``); batched over leading axes of all three."""
         return jnp.vectorize(
             lambda x, F, vv: self._energy(x, self._rotations_from_frames(F), vv, t), signature="(b,i),(b,i,j),(n)->()"
@@ -480,7 +488,7 @@ class MultibodySystem(AbstractImplicitModel):
         xd, omega, _ = self.unpack(v)
         m, J = self.masses(), self.inertias()
         kin = 0.5 * jnp.sum(m * jnp.sum(xd**2, -1)) + 0.5 * jnp.sum(omega * jnp.einsum("bij,bj->bi", J, omega))
-        return kin - jnp.sum(m * (x @ self.gravity)) + self.joint_potential(x, R, t)
+        return kin - jnp.sum(m * (x @ self.gravity)) + self.joint_potential(x, R, t) + self.forces.potential(x, R)
 
     def angular_momentum(self, positions, frames, v):
         """World-frame angular momentum about the origin [kg m^2/s]; batched like :meth:`energy`."""

@@ -188,7 +188,7 @@ def _initial_acceleration(model, q, v, aux, t, solver):
     fixed = model.fixed_mask()
 
     def residual(a, _):
-        return jnp.where(fixed, a, model.residual(q, v, a, t, aux))
+        return jnp.where(fixed, a, model.acceleration_residual(q, v, a, t, aux))
 
     return newton_solve(residual, jnp.zeros_like(q), None, solver).value
 
@@ -940,12 +940,11 @@ def _static_increment(model, state, t, solver, q, s, scaled):
     """One load increment at load factor ``s`` from ``q``: ``(q, NewtonResult)``."""
     fixed = model.fixed_mask()
     qb = model.prescribed(t)
-    zeros = jnp.zeros_like(state.q)
     m = model.with_load_factor(s) if scaled else model
 
     def residual(qn, _):
         q_sub = jnp.where(fixed, qb, qn)
-        r = m.residual(q_sub, zeros, zeros, t, state.aux)
+        r = m.static_residual(q_sub, t, state.aux)
         return jnp.where(fixed, qn - qb, r)
 
     res = newton_solve(residual, q, None, solver)

@@ -313,7 +313,8 @@ def jointed():
     joints = [Revolute(None, "single", point=[0, 0, 0], axis=y), Revolute(None, "upper", point=[2, 0, 0], axis=y),
               Revolute("upper", "lower", point=[2, 0, -0.5], axis=y),
               Revolute(None, "twice", point=[4, -0.1, 0], axis=y), Revolute(None, "twice", point=[4, 0.1, 0], axis=y)]
-    system = MultibodySystem(bodies, joints, gravity=[0, 0, -GRAV])
+    with pytest.warns(jaxrod.system.RedundantConstraintWarning, match=r"joints\[4\] \(Revolute\) rows \[0, 1, 2, 3, 4\]"):
+        system = MultibodySystem(bodies, joints, gravity=[0, 0, -GRAV])
     return system, jaxrod.modal(system, system.initial_state())
 
 

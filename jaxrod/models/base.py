@@ -91,6 +91,20 @@ class AbstractImplicitModel(eqx.Module):
         """
         return r
 
+    def static_residual(self, q, t, aux):
+        """Residual of static equilibrium at ``q`` (used by :func:`jaxrod.solve_static`).
+        Default: ``residual(q, 0, 0, t, aux)``. Models whose unknowns include integrated
+        multipliers (:class:`jaxrod.system.MultibodySystem`) read the constraint forces from
+        ``q`` here, since their rates vanish at rest."""
+        zeros = jax.numpy.zeros_like(q)
+        return self.residual(q, zeros, zeros, t, aux)
+
+    def acceleration_residual(self, q, v, a, t, aux):
+        """Residual whose root in ``a`` is the consistent acceleration at ``(q, v, t)`` (schemes
+        with ``needs_acceleration``). Default: ``residual(q, v, a, t, aux)``. Constrained models
+        replace their constraint rows by the constraints' second time derivative."""
+        return self.residual(q, v, a, t, aux)
+
     def multiplier_mask(self):
         """Boolean array shaped like ``q``: True for Lagrange-multiplier coordinates, or ``None``.
 

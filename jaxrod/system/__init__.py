@@ -10,8 +10,10 @@
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
 from .forces import AbstractForce, Damper, ForceSet, JointTorque, PDController, PointForce, Spring, TorsionDamper, TorsionSpring  # noqa: E501,I001
+from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, SampledTrajectory, Universal
 from .modal import ModalResult, modal
 from .multibody import BodyFrames, MultibodySystem
+from .multibody import RedundantConstraintWarning
 
 __all__ = [
     "AbstractJoint",
@@ -19,10 +21,17 @@ __all__ = [
     "Fixed",
     "ModalResult",
     "MultibodySystem",
+    "Planar",
     "PlanarPin",
+    "PrescribedAngle",
+    "PrescribedDisplacement",
+    "Prismatic",
+    "RedundantConstraintWarning",
     "Revolute",
     "RigidBody",
+    "SampledTrajectory",
     "Spherical",
+    "Universal",
     "modal",
 ]
 __all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501

@@ -58,12 +58,32 @@ Newton tolerance: ``psi`` and ``mu`` grow during a run (``psi`` by ``omega t``, 
 ``NewtonSolver(rtol=0.0, atol=1e-12)`` (measured on a free spinning body, 1000 steps: energy error
 1.5e-9 relative, against 1e-5 with the default ``rtol = atol = 1e-9``).
 
-Supported schemes: those whose stage velocity is an affine function of ``q_{n+1}`` with a non-zero
-coefficient (``AverageVectorField`` (default), ``ImplicitMidpoint``, ``BackwardEuler``,
-``NewmarkBeta(start='rest')``, ``BDFAlpha`` after its start). Not supported with joints: schemes
-that solve for a consistent initial acceleration (``NewmarkBeta()``, ``BDF2``, ``Trapezoid``: the
-multiplier rows do not involve the acceleration), and :func:`~jaxrod.solve_static` (at zero
-velocity the multipliers vanish; a static solve needs the multipliers as coordinates).
+Schemes: every scheme whose stage velocity is an affine function of ``q_{n+1}`` with a non-zero
+coefficient: ``AverageVectorField`` (default), ``ImplicitMidpoint``, ``BackwardEuler``,
+``NewmarkBeta`` and ``BDFAlpha`` (``BDF2``, ``Trapezoid``). The schemes that start from a
+consistent acceleration (``NewmarkBeta()``, ``BDF2``, ``Trapezoid``) solve
+:meth:`MultibodySystem.acceleration_residual`: the ``mu`` block of the unknown acceleration is
+read as the constraint forces and the constraint rows require ``d^2 g / dt^2 = 0`` (the index-1
+form; the multiplier rows of the step residual do not involve the acceleration). Their history
+then carries those forces where the rates of ``lambda`` would be, which is harmless: ``lambda``
+never enters through its rate.
+
+Statics: :func:`~jaxrod.solve_static` solves :meth:`MultibodySystem.static_residual`, in which
+the multiplier coordinates ``mu`` themselves are the constraint forces (at rest the rates
+vanish); the returned ``q`` carries the reactions in its ``mu`` block (a later simulation only
+uses the rates of ``mu``, so it can start from that state).
+
+Redundant constraints (a planar loop of 3D revolute joints, two coaxial hinges on one body): the
+rows implied by earlier ones at the assembly configuration are found when the system is built
+(``redundant='drop'``, the default, with a :class:`RedundantConstraintWarning` naming them;
+``'error'`` raises instead). A dropped row's multiplier row reads ``mu = 0`` and its constraint
+leaves the equations of motion, so the Newton matrix stays regular; the reactions are carried by
+the rows kept (the minimal set, not a least-squares split: a statically indeterminate split of
+forces between redundant joints is not determined by rigid bodies). The dropped rows still hold
+(they are implied by the others) and are reported by :meth:`MultibodySystem.constraint_values`.
+Redundancy is decided at the assembly configuration; a mechanism that passes through a singular
+configuration (a four-bar's dead point) changes rank there and is not handled.
+
 :func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
 modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
 """
@@ -71,6 +91,7 @@ modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Callable
 
 import equinox as eqx
@@ -84,6 +105,10 @@ from ..solvers.jacobian import DenseJacobianSolver
 from .bodies import RigidBody
 from .forces import ForceSet
 from .joints import AbstractJoint
+
+
+class RedundantConstraintWarning(UserWarning):
+    """A :class:`MultibodySystem` dropped constraint rows implied by others (see ``redundant``)."""
 
 
 class BodyFrames(eqx.Module):
@@ -114,11 +139,14 @@ class MultibodySystem(AbstractImplicitModel):
             inputs, controllers), held in :attr:`forces` (a :class:`~jaxrod.system.forces.ForceSet`,
             grouped by type like the joints): springs add their energy, dampers and inputs their
             generalised forces (virtual work at the stage point).
+        redundant: ``'drop'`` (default) or ``'error'``: what to do with constraint rows implied
+            by earlier joints (module docstring); :attr:`redundant_rows` lists those dropped.
 
     Attributes (besides the arguments): ``anchors`` ``(n_joints, 2, 3)`` the joint point in the
     frames of body 1 and body 2 [m] (world coordinates for the world side); ``joint_frames``
     ``(n_joints, 2, 3, 3)`` the joint frame (columns ``axis, u, w``) in those frames;
-    ``body_index`` static ``((i1, i2), ...)`` with ``-1`` for the world.
+    ``body_index`` static ``((i1, i2), ...)`` with ``-1`` for the world; ``redundant_rows``
+    static tuple of the dropped constraint rows (indices into the multiplier block).
 
     Observed (:meth:`observe`, saved in :class:`~jaxrod.simulate.Trajectory`): ``positions``
     ``(n_bodies, 3)`` centres of mass [m]; ``frames`` ``(n_bodies, 3, 3)`` whose ROWS are the body
@@ -135,8 +163,9 @@ class MultibodySystem(AbstractImplicitModel):
     group_members: tuple = eqx.field(static=True)
     joint_bodies: tuple = eqx.field(static=True)
     forces: ForceSet
+    redundant_rows: tuple = eqx.field(static=True)
 
-    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=()):
+    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=(), redundant="drop"):
         bodies, joints = tuple(bodies), tuple(joints)
         if not bodies:
             raise ValueError("MultibodySystem.bodies must contain at least one RigidBody, got none")
@@ -170,6 +199,8 @@ class MultibodySystem(AbstractImplicitModel):
             raise ValueError(
                 f"MultibodySystem.gravity must be 3 finite numbers [m/s^2], got {np.asarray(gravity).tolist()!r}"
             )
+        if redundant not in ("drop", "error"):
+            raise ValueError(f"MultibodySystem.redundant must be 'drop' or 'error', got {redundant!r}")
         if loads is not None and not callable(loads):
             raise ValueError(f"MultibodySystem.loads must be None or a function t -> (forces, torques), got {loads!r}")
         self.bodies, self.body_index, self.loads = bodies, tuple(pairs), loads
@@ -193,6 +224,8 @@ class MultibodySystem(AbstractImplicitModel):
         self.joint_frames = jnp.stack(frames) if frames else jnp.zeros((0, 2, 3, 3))
         self.groups, self.group_members = _group_joints(joints)
         self.forces = ForceSet(forces, bodies)
+        self.redundant_rows = ()
+        self.redundant_rows = self._find_redundant_rows(redundant)
 
     # ---- sizes and packing ------------------------------------------------------------------------
     @property
@@ -206,7 +239,7 @@ class MultibodySystem(AbstractImplicitModel):
         out = [None] * len(self.joint_bodies)
         for g, members in zip(self.groups, self.group_members):
             for k, i in enumerate(members):
-                one = jax.tree_util.tree_map(lambda x: x[k], g)
+                one = jax.tree_util.tree_map(lambda x: x[k] if eqx.is_array(x) else x, g)
                 out[i] = dataclasses.replace(one, body1=self.joint_bodies[i][0], body2=self.joint_bodies[i][1])
         return tuple(out)
 
@@ -218,6 +251,70 @@ class MultibodySystem(AbstractImplicitModel):
     def n_coordinates(self) -> int:
         """Length of ``q``: ``6 n_bodies + n_constraints``."""
         return 6 * self.n_bodies + self.n_constraints
+
+    def _find_redundant_rows(self, mode):
+        """Constraint rows implied by earlier ones at the assembly configuration (static tuple of
+        row indices): joints are taken in the order given, and a row whose Jacobian is (to 1e-8
+        relative) a combination of the rows kept so far is redundant. Only a closed loop in the
+        joint graph (the world a node) can make rows redundant, so trees skip the check, whose
+        dense elimination costs ``O(n_constraints^2 n_bodies)``. Skipped (nothing dropped) when
+        the bodies or joints are traced."""
+        nb = self.n_bodies
+        parent = list(range(nb + 1))
+
+        def root(i):
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        loop = False
+        for i1, i2 in self.body_index:
+            a, b = root(i1 if i1 >= 0 else nb), root(i2)
+            loop |= a == b
+            parent[a] = b
+        leaves = jax.tree_util.tree_leaves((self.bodies, self.anchors, self.joint_frames, self.groups))
+        if not loop or any(isinstance(v, jax.core.Tracer) for v in leaves):
+            return ()
+        x0 = jnp.stack([b.position for b in self.bodies])
+        aux = BodyFrames(jnp.stack([b.orientation for b in self.bodies]), jnp.zeros((nb, 3)))
+        # compiled: evaluated op by op, the vmapped joint groups cost seconds per group
+        G = np.asarray(eqx.filter_jit(jax.jacfwd(
+            lambda y, system: system.constraints(y[:nb], system.rotations(y[nb:], aux), 0.0)
+        ))(jnp.concatenate([x0, jnp.zeros((nb, 3))]), self).reshape(self.n_constraints, 6 * nb))
+        basis, dropped = np.zeros((0, 6 * nb)), []
+        for rows in self.constraint_rows():
+            for k in range(rows.start, rows.stop):
+                r = G[k]
+                perp = r - basis.T @ (basis @ r)
+                perp = perp - basis.T @ (basis @ perp)  # twice: Gram-Schmidt loses orthogonality once
+                if np.linalg.norm(perp) > 1e-8 * max(np.linalg.norm(r), 1e-300):
+                    basis = np.vstack([basis, perp / np.linalg.norm(perp)])
+                else:
+                    dropped.append(k)
+        if dropped:
+            where = self.describe_rows(dropped)
+            if mode == "error":
+                raise ValueError(
+                    f"MultibodySystem: {len(dropped)} redundant constraint rows (implied by the joints before "
+                    f"them): {where}; remove them (e.g. close a planar loop with PlanarPin) or pass "
+                    "redundant='drop' to drop them"
+                )
+            warnings.warn(
+                f"MultibodySystem: {len(dropped)} redundant constraint rows dropped (their multipliers are "
+                f"zero; the rows kept carry the reactions): {where}",
+                RedundantConstraintWarning, stacklevel=3,
+            )
+        return tuple(dropped)
+
+    def describe_rows(self, rows):
+        """``'joints[3] (Revolute) rows [3, 4]; ...'`` for constraint row indices ``rows``."""
+        parts = []
+        for i, sl in enumerate(self.constraint_rows()):
+            mine = [k - sl.start for k in rows if sl.start <= k < sl.stop]
+            if mine:
+                name = type(self.groups[[i in m for m in self.group_members].index(True)]).__name__
+                parts.append(f"joints[{i}] ({name}) rows {mine}")
+        return "; ".join(parts)
 
     def unpack(self, q):
         """``q`` (flat) -> ``(x (n_bodies, 3), psi (n_bodies, 3), mu (n_constraints,))``."""
@@ -263,10 +360,10 @@ class MultibodySystem(AbstractImplicitModel):
             out.append(eqx.filter_vmap(fn)(joints, *pts, ends))
         return out
 
-    def constraints(self, x, R):
-        """``(n_constraints,)`` all joint constraint values (zero when every joint holds), grouped
-        by joint type in the order of :attr:`group_members`."""
-        rows = self._each_group(lambda j, P1, P2, F1, F2, e: j.constraint(P1, P2, F1, F2), x, R)
+    def constraints(self, x, R, t=0.0):
+        """``(n_constraints,)`` all joint constraint values at time ``t`` [s] (zero when every
+        joint holds), grouped by joint type in the order of :attr:`group_members`."""
+        rows = self._each_group(lambda j, P1, P2, F1, F2, e: j.constraint(P1, P2, F1, F2, t), x, R)
         return jnp.concatenate([jnp.ravel(c) for c in rows]) if rows else jnp.zeros((0,), x.dtype)
 
     def joint_potential(self, x, R, t):
@@ -274,10 +371,18 @@ class MultibodySystem(AbstractImplicitModel):
         e = self._each_group(lambda j, P1, P2, F1, F2, _: j.potential(P1, P2, F1, F2, t), x, R)
         return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
 
-    def _dissipation(self, x, R, omega):
-        # world-frame angular velocities, the world (index -1) at rest
+    def _dissipation(self, x, R, xd, omega):
+        # world-frame velocities, the world (index -1) at rest at the origin
         w = jnp.concatenate([jnp.einsum("bij,bj->bi", R, omega), jnp.zeros((1, 3), omega.dtype)])
-        e = self._each_group(lambda j, P1, P2, F1, F2, ends: j.dissipation(F1, F2, w[ends[0]], w[ends[1]]), x, R)
+        u = jnp.concatenate([xd, jnp.zeros((1, 3), xd.dtype)])
+        c = jnp.concatenate([x, jnp.zeros((1, 3), x.dtype)])
+
+        def one(j, P1, P2, F1, F2, ends):
+            v1 = u[ends[0]] + jnp.cross(w[ends[0]], P1 - c[ends[0]])
+            v2 = u[ends[1]] + jnp.cross(w[ends[1]], P2 - c[ends[1]])
+            return j.dissipation(P1, P2, F1, F2, v1, v2, w[ends[0]], w[ends[1]])
+
+        e = self._each_group(one, x, R)
         return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
 
     def applied(self, t):
@@ -289,37 +394,82 @@ class MultibodySystem(AbstractImplicitModel):
             f, tau = f + df, tau + dtau
         return f, tau
 
-    def residual(self, q, v, a, t, aux):
+    def _equations(self, q, xd, omega, xdd, alpha, lam, t, aux):
+        """``(r_dyn, g)``: the ``6 n_bodies`` dynamics rows with constraint forces ``lam``
+        ``(n_constraints,)`` (rows of redundant constraints carry none) and the constraint values
+        ``g(q, t)``. The public residuals differ only in where ``lam`` comes from."""
         x, psi, _ = self.unpack(q)
-        xd, omega, lam = self.unpack(v)
-        xdd, alpha, _ = self.unpack(a)
         R = self.rotations(psi, aux)
         m, J = self.masses(), self.inertias()
         f_app, tau_app = self.applied(t)
+        f_damp, tau_damp = jax.grad(self._dissipation, argnums=(2, 3))(x, R, xd, omega)
         # inertial minus applied forces, held fixed while the configuration is varied below
-        f_lin = m[:, None] * (xdd - self.gravity) - f_app
+        f_lin = m[:, None] * (xdd - self.gravity) - f_app + f_damp
         Jw = jnp.einsum("bij,bj->bi", J, omega)
         tau = jnp.einsum("bij,bj->bi", J, alpha) + jnp.cross(omega, Jw) - jnp.einsum("bji,bj->bi", R, tau_app)
-        tau = tau + jax.grad(self._dissipation, argnums=2)(x, R, omega)
+        tau = tau + tau_damp
         force_work = self.forces.work(x, R, xd, omega, t)
+        keep = self._kept_rows()
 
         def virtual_work(qq):
             # the rotation rows: d/dpsi of tau . (body-frame rotation away from R) = T^T tau
             xx, pp, _ = self.unpack(qq)
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
-            g = self.constraints(xx, RR)
-            joints = self.joint_potential(xx, RR, t) + lam @ g
+            g = self.constraints(xx, RR, t)
+            joints = self.joint_potential(xx, RR, t) + (lam * keep) @ g
             return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + joints + force_work(xx, RR), g
 
         # g comes back as the value at qq = q: one traced constraint evaluation serves both uses
         r, g = jax.grad(virtual_work, has_aux=True)(q)
+        return r[: 6 * self.n_bodies], g
+
+    def _kept_rows(self):
+        """``(n_constraints,)`` 1.0 for independent rows, 0.0 for the redundant rows dropped at
+        assembly (their multiplier rows read ``mu = 0`` instead of ``g = 0``)."""
+        keep = np.ones(self.n_constraints)
+        keep[list(self.redundant_rows)] = 0.0
+        return jnp.asarray(keep)
+
+    def _with_constraint_rows(self, r_dyn, g, mu):
+        return jnp.concatenate([r_dyn, jnp.where(self._kept_rows() > 0, g, mu)])
+
+    def residual(self, q, v, a, t, aux):
+        xd, omega, lam = self.unpack(v)
+        xdd, alpha, _ = self.unpack(a)
+        r_dyn, g = self._equations(q, xd, omega, xdd, alpha, lam, t, aux)
         # multiplier rows: the constraints at the stage point (end_of_step_residual moves them to q_{n+1})
-        return r.at[6 * self.n_bodies :].set(g)
+        return self._with_constraint_rows(r_dyn, g, self.unpack(q)[2])
 
     def end_of_step_residual(self, q_next, r, t, aux):
-        x, psi, _ = self.unpack(q_next)
-        return r.at[6 * self.n_bodies :].set(self.constraints(x, self.rotations(psi, aux)))
+        x, psi, mu = self.unpack(q_next)
+        rows = self._with_constraint_rows(r[: 6 * self.n_bodies], self.constraints(x, self.rotations(psi, aux), t), mu)
+        return r.at[6 * self.n_bodies :].set(rows[6 * self.n_bodies :])
+
+    def static_residual(self, q, t, aux):
+        """Static equilibrium: the multiplier coordinates ``mu`` ARE the constraint forces (at
+        rest their rates vanish), so after :func:`jaxrod.solve_static` the ``mu`` block of ``q``
+        holds the reactions (units and signs as :meth:`multipliers`)."""
+        z = jnp.zeros((self.n_bodies, 3), q.dtype)
+        mu = self.unpack(q)[2]
+        r_dyn, g = self._equations(q, z, z, z, z, mu, t, aux)
+        return self._with_constraint_rows(r_dyn, g, mu)
+
+    def acceleration_residual(self, q, v, a, t, aux):
+        """The consistent initial acceleration (schemes with ``needs_acceleration``): the ``mu``
+        block of ``a`` is taken as the constraint forces and the constraint rows require the
+        constraints' second time derivative to vanish, ``d^2/ds^2 g(q + s v + s^2 a / 2, t + s)
+        = 0`` at ``s = 0`` (the rotation rows: ``psi'' = alpha`` at the reference chart)."""
+        xd, omega, _ = self.unpack(v)
+        xdd, alpha, lam = self.unpack(a)
+        r_dyn, _ = self._equations(q, xd, omega, xdd, alpha, lam, t, aux)
+
+        def g_along(s):
+            x, psi, _ = self.unpack(q + s * v + 0.5 * s * s * a)
+            return self.constraints(x, self.rotations(psi, aux), t + s)
+
+        g2 = jax.jacfwd(jax.jacfwd(g_along))(jnp.zeros((), q.dtype))
+        return self._with_constraint_rows(r_dyn, g2, lam)
 
     # ---- diagnostics (from observed data) ------------------------------------------------------------
     @staticmethod
@@ -350,11 +500,13 @@ class MultibodySystem(AbstractImplicitModel):
 
         return jnp.vectorize(one, signature="(b,i),(b,i,j),(n)->(i)")(positions, frames, v)
 
-    def constraint_values(self, positions, frames):
-        """``(..., n_constraints)`` joint constraint values from observed data."""
+    def constraint_values(self, positions, frames, t=0.0):
+        """``(..., n_constraints)`` joint constraint values from observed data at time ``t`` [s]
+        (a scalar, or an array broadcast against the leading axes, e.g. ``Trajectory.times``)."""
         return jnp.vectorize(
-            lambda x, F: self.constraints(x, self._rotations_from_frames(F)), signature="(b,i),(b,i,j)->(c)"
-        )(positions, frames)
+            lambda x, F, tt: self.constraints(x, self._rotations_from_frames(F), tt),
+            signature="(b,i),(b,i,j),()->(c)",
+        )(positions, frames, jnp.asarray(t))
 
     def constraint_rows(self):
         """Per joint (in the order given), the ``slice`` of its rows in the constraint/multiplier
@@ -375,7 +527,9 @@ class MultibodySystem(AbstractImplicitModel):
         :class:`Spherical`, :class:`Revolute` or :class:`Fixed` joint are the force [N] the joint
         exerts on body 2 (world frame; ``-lambda`` on body 1); the remaining rows are the
         multipliers of the orientation constraints [N m]. With midpoint kinematics each value
-        carries an alternating ``(-1)^n`` part (module docstring): average consecutive steps."""
+        carries an alternating ``(-1)^n`` part (module docstring): average consecutive steps.
+        Prescribed-motion rows: the force [N] / torque [N m] on body 2 along / about the axis;
+        other joints: see their docstrings; dropped redundant rows: zero."""
         mu = jnp.asarray(q)[..., 6 * self.n_bodies :]
         return jnp.diff(mu, axis=-2) / dt
 

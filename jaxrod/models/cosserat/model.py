@@ -306,7 +306,7 @@ class CosseratModel(eqx.Module):
         c0 = P.c0
         local = self.frame == "local"
         R, nb, mb, v, vt, u, ut = self._strains(y, wh, P)
-        n, m = y[7:10], y[10:13]
+        n = y[7:10]
         qt = c0 * q + qh
         wt = c0 * w + wh_
         force_b = P.rhoA * (_cross(w, q) + qt) + P.drag * q * jnp.abs(q)

@@ -21,6 +21,7 @@ _SMALL = {
     "till-benchmark": {"n_points": 10, "integrator": "euler"},
     "till-weight-release": {"n_points": 10, "integrator": "euler"},
     "till-impulse": {"n_points": 10, "integrator": "euler"},
+    "tendon-robot-step": {"n_points": 10, "integrator": "euler"},
     "pcs-silicone": {"n_segments": 1},
     "pcs-cfrp": {},
     "friction-validation": {"n_nodes": 5},

@@ -74,6 +74,8 @@ _INFOS = (
               ".till", "till_weight_release", dt=2e-3, duration=2.0),
     SceneInfo("till-impulse", "Till et al. impulse: 5 N hat force over 16 ms near the base of a steel rod",
               ".till", "till_impulse", dt=2e-3, duration=1.0),
+    SceneInfo("tendon-robot-step", "Till et al. single-tendon robot: tension ramped up and back (Cosserat)",
+              ".tendon", "tendon_robot_step", dt=0.05, duration=25.0),
     SceneInfo("pcs-silicone", "PCS silicone cantilever sagging under gravity (Ishigaki et al.)",
               ".pcs", "pcs_silicone", dt=4e-3, duration=10.0),
     SceneInfo("pcs-cfrp", "PCS CFRP leaf-spring stand-in relaxing from a strain offset (Ishigaki et al.)",

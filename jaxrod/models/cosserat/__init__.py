@@ -1,7 +1,7 @@
 """Cosserat and Kirchhoff rods by implicit time discretisation and shooting in arc length
-(Till, Aloi & Rucker 2019): rod parameters, loads, the arc-length ODE model, time loop."""
+(Till, Aloi & Rucker 2019): rod parameters, loads, tendons, the arc-length ODE model, time loop."""
 
-from .loads import Constant, Hat, PointLoad, ReleasedAt
+from .loads import Constant, Hat, PointLoad, ReleasedAt, Samples
 from .model import CosseratModel
 from .rod import CosseratRod
 from .simulate import (
@@ -12,6 +12,7 @@ from .simulate import (
     simulate_cosserat,
     solve_static_cosserat,
 )
+from .tendons import FunctionRouting, HelicalRouting, Routing, SampledRouting, StraightRouting, Tendon
 
 __all__ = [
     "DEFAULT_SOLVER",
@@ -23,6 +24,13 @@ __all__ = [
     "Hat",
     "PointLoad",
     "ReleasedAt",
+    "Samples",
+    "Routing",
+    "StraightRouting",
+    "HelicalRouting",
+    "SampledRouting",
+    "FunctionRouting",
+    "Tendon",
     "shooting_step",
     "simulate_cosserat",
     "solve_static_cosserat",

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...validation import check_finite, check_positive, check_shape
+from ...validation import check_finite, check_positive, check_shape, is_traced
 
 
 class Constant(eqx.Module):
@@ -66,3 +66,28 @@ class PointLoad(eqx.Module):
         check_shape("PointLoad.moment", self.moment, (3,))
         check_finite("PointLoad.force", self.force)
         check_finite("PointLoad.moment", self.moment)
+
+
+class Samples(eqx.Module):
+    """Piecewise-linear profile through ``values (K,)`` at increasing ``times (K,)`` [s], held
+    constant outside ``[times[0], times[-1]]`` (e.g. a measured or planned tendon tension history
+    normalised by its amplitude). Both are array leaves: a new history does not recompile."""
+
+    times: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float))
+    values: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float))
+
+    def __check_init__(self):
+        check_shape("Samples.times", self.times, (None,))
+        check_shape("Samples.values", self.values, (np.shape(self.times)[0],))
+        check_finite("Samples.times", self.times)
+        check_finite("Samples.values", self.values)
+        if np.shape(self.times)[0] < 1:
+            raise ValueError("Samples.times needs at least one sample")
+        if is_traced(self.times):
+            return
+        t = np.asarray(self.times)
+        if np.any(np.diff(t) <= 0):
+            raise ValueError(f"Samples.times must be strictly increasing [s], got {t.tolist()}")
+
+    def __call__(self, t):
+        return jnp.interp(t, self.times, self.values)

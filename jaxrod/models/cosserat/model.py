@@ -39,9 +39,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...geometry import quat_to_rotation
-from ...validation import check_finite, check_int, check_nonnegative, check_shape, is_traced
+from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
+from .tendons import check_tendons, section_radius_default, tendon_coefficients, termination_loads
 
 Y_SIZE = 19
 W_SIZE = 12
@@ -118,6 +119,12 @@ class CosseratModel(eqx.Module):
         point_loads: tuple of :class:`~jaxrod.models.cosserat.loads.PointLoad`.
         base_position: ``(3,)`` [m]; base_quaternion: ``(4,)`` scalar-first.
         base_motion: optional ``t -> (p (3,), h (4,))``; base velocities come from its derivative.
+        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (spec 7.2): distributed
+            loads along each tendon's channel (the implicit ``v_s``/``u_s`` form, a 6x6 solve per
+            evaluation point; 3x3 for Kirchhoff) and the anchoring point load at its termination.
+            With tendons the grid variables gain ``[v_s, u_s]`` (18 per point) for their history.
+        section_radius: radius [m] of the section that holds the tendon channels (e.g. spacer
+            disks), checked against every routing; default ``sqrt(area / pi)`` of the backbone.
         segments: number of multiple-shooting segments (``1 .. n_points - 1``; segments hold
             ``ceil((n_points - 1) / segments)`` grid intervals, the last one possibly fewer). With
             ``1`` (simple shooting) the unknowns are the 6 base loads; with ``K > 1`` the state
@@ -145,6 +152,10 @@ class CosseratModel(eqx.Module):
     base_quaternion: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(1.0, 0.0, 0.0, 0.0))
     base_motion: Callable | None = eqx.field(static=True, default=None)
     segments: int = eqx.field(static=True, default=1)
+    tendons: tuple = ()
+    section_radius: jax.Array | None = eqx.field(
+        converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None
+    )
 
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
@@ -180,25 +191,43 @@ class CosseratModel(eqx.Module):
             raise ValueError(
                 f"segments must be in [1, n_points - 1 = {int(self.n_points) - 1}], got segments={self.segments}"
             )
-        self.grid()  # raises if point loads cannot get distinct grid nodes
+        grid = self.grid()  # raises if point loads cannot get distinct grid nodes
+        if self.tendons:
+            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
+            check_positive("section_radius", radius, "m")
+            check_tendons(self.tendons, self.rod.length, radius, grid)
 
     # ---- grid ------------------------------------------------------------------------------------
     def grid(self) -> np.ndarray:
         """``(n_points,)`` reference arc lengths [m]: uniform, with the node nearest each point
-        load moved onto it (piecewise integration across the load)."""
+        load and each interior tendon termination moved onto it (piecewise integration across
+        the jump)."""
         L, n = self.rod.length, int(self.n_points)
         s = np.linspace(0.0, L, n)
         used = set()
-        for pl in self.point_loads:
-            k = int(np.clip(np.round(pl.s / L * (n - 1)), 1, n - 2)) if n > 2 else -1
+        where = [("point load", pl.s) for pl in self.point_loads]
+        ends = sorted({td.termination for td in self.tendons if td.termination is not None})
+        where += [("tendon termination", e) for e in ends if 0.0 < e < L]
+        for what, sk in where:
+            k = int(np.clip(np.round(sk / L * (n - 1)), 1, n - 2)) if n > 2 else -1
             if k < 1 or k in used:
                 raise ValueError(
-                    f"point load at s = {pl.s} m needs its own interior grid node; increase n_points "
-                    f"(now {n}) so that point loads are at least one grid spacing apart"
+                    f"{what} at s = {sk} m needs its own interior grid node; increase n_points "
+                    f"(now {n}) so that point loads and tendon terminations are at least one grid spacing apart"
                 )
             used.add(k)
-            s[k] = pl.s
+            s[k] = sk
         return s
+
+    def _termination_nodes(self) -> list:
+        """Grid node of each tendon's termination (``n_points - 1`` for the tip)."""
+        s, L = self.grid(), self.rod.length
+        return [int(np.argmin(np.abs(s - (L if td.termination is None else td.termination)))) for td in self.tendons]
+
+    @property
+    def w_size(self) -> int:
+        """Grid variables per evaluation point: ``[q, w, v, u]`` (12), plus ``[v_s, u_s]`` with tendons."""
+        return W_SIZE + (6 if self.tendons else 0)
 
     def _load_nodes(self):
         s = self.grid()
@@ -245,16 +274,10 @@ class CosseratModel(eqx.Module):
         )
 
     # ---- the ODE in arc length ----------------------------------------------------------------------
-    def rhs(self, y, wh, P: StepConstants):
-        """``(y_s (19,), w (12,))``: arc-length derivative of the state and the grid variables
-        ``[q, w, v, u]`` at one point, given its history ``wh = [q^h, w^h, v^h, u^h]`` (eq. 7/11).
-
-        Rotations are applied as elementwise sums (:func:`_mv`), not ``dot``: XLA on CPU runs
-        tiny matrix products as separate slow kernels (measured 1.8x faster Jacobians).
-        """
-        h, n, m, q, w = y[3:7], y[7:10], y[10:13], y[13:16], y[16:19]
-        qh, wh_, vh, uh = wh[0:3], wh[3:6], wh[6:9], wh[9:12]
-        c0 = P.c0
+    def _strains(self, y, wh, P: StepConstants):
+        """``(R, nb, mb, v, vt, u, ut)`` at one point from its state and history (eq. 6)."""
+        h, n, m = y[3:7], y[7:10], y[10:13]
+        vh, uh = wh[6:9], wh[9:12]
         R = quat_to_rotation(h)
         local = self.frame == "local"
         nb = n if local else _mtv(R, n)
@@ -264,9 +287,26 @@ class CosseratModel(eqx.Module):
             vt = jnp.zeros(3)
         else:
             v = P.inv_se * (nb + P.K_se * P.v_star - P.B_se * vh)
-            vt = c0 * v + vh
+            vt = P.c0 * v + vh
         u = P.inv_bt * (mb + P.K_bt * P.u_star - P.B_bt * uh)
-        ut = c0 * u + uh
+        return R, nb, mb, v, vt, u, P.c0 * u + uh
+
+    def rhs(self, y, wh, P: StepConstants, s=0.0, taus=None):
+        """``(y_s (19,), w (w_size,))``: arc-length derivative of the state and the grid variables
+        ``[q, w, v, u]`` (with tendons ``[q, w, v, u, v_s, u_s]``) at one point, given its history
+        ``wh`` of the same layout (eq. 7/11; with tendons eq. 17 and its Kirchhoff variant).
+        ``s``: reference arc length [m] and ``taus (n_tendons,)``: the tensions [N] acting there
+        (0 past a tendon's termination); both only used with tendons.
+
+        Rotations are applied as elementwise sums (:func:`_mv`), not ``dot``: XLA on CPU runs
+        tiny matrix products as separate slow kernels (measured 1.8x faster Jacobians).
+        """
+        q, w = y[13:16], y[16:19]
+        qh, wh_ = wh[0:3], wh[3:6]
+        c0 = P.c0
+        local = self.frame == "local"
+        R, nb, mb, v, vt, u, ut = self._strains(y, wh, P)
+        n = y[7:10]
         qt = c0 * q + qh
         wt = c0 * w + wh_
         force_b = P.rhoA * (_cross(w, q) + qt) + P.drag * q * jnp.abs(q)
@@ -278,10 +318,63 @@ class CosseratModel(eqx.Module):
         else:
             ns = _mv(R, force_b) - P.f_ext
             ms = _mv(R, moment_b) - _cross(ps, n) - P.l_ext
+        grid_vars = [q, w, v, u]
+        if self.tendons:
+            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus)
+            grid_vars += [vs, us]
         qs = vt - _cross(u, q) + _cross(w, v)
         ws = ut - _cross(u, w)
-        hs = _quat_body_rate(h, u)
-        return jnp.concatenate([ps, hs, ns, ms, qs, ws]), jnp.concatenate([q, w, v, u])
+        hs = _quat_body_rate(y[3:7], u)
+        return jnp.concatenate([ps, hs, ns, ms, qs, ws]), jnp.concatenate(grid_vars)
+
+    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus):
+        """Add the distributed tendon loads to ``n_s``, ``m_s`` (frame of the state): solves
+        ``Phi [v_s; u_s] = [nb_s0 - a - B_se v_s^h; mb_s0 - b - B_bt u_s^h]`` (spec 7.2, eq. 17),
+        where ``nb_s0``, ``mb_s0`` are the derivatives of the local internal loads without the
+        tendons, so that ``nb_s = (K_se + c0 B_se) v_s + B_se v_s^h`` (the differentiated
+        constitutive law) holds with the tendon loads included. Returns ``(ns, ms, v_s, u_s)``."""
+        local = self.frame == "local"
+        a, b, A, G, H = tendon_coefficients([td.routing for td in self.tendons], taus, s, u, v)
+        nbs0 = ns if local else _mtv(R, ns) - _cross(u, nb)
+        mbs0 = ms if local else _mtv(R, ms) - _cross(u, mb)
+        vhs, uhs = wh[12:15], wh[15:18]
+        if self.kirchhoff:  # v = v* fixed: only u_s is solved for (3x3)
+            vs = jnp.zeros(3)
+            us = jnp.linalg.solve(jnp.diag(P.K_bt + P.c0 * P.B_bt) + H, mbs0 - b - P.B_bt * uhs)
+        else:
+            Phi = jnp.block([[jnp.diag(P.K_se + P.c0 * P.B_se) + A, G],
+                             [G.T, jnp.diag(P.K_bt + P.c0 * P.B_bt) + H]])
+            rhs6 = jnp.concatenate([nbs0 - a - P.B_se * vhs, mbs0 - b - P.B_bt * uhs])
+            # Phi is symmetric positive definite: [A G; G^T H] = [I, -r^]^T A [I, -r^] per tendon
+            x = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(Phi), rhs6)
+            vs, us = x[:3], x[3:]
+        fb = a + A @ vs + G @ us
+        lb = b + G.T @ vs + H @ us
+        if local:
+            return ns - fb, ms - lb, vs, us
+        return ns - _mv(R, fb), ms - _mv(R, lb), vs, us
+
+    def _tendon_tensions(self, t, load_factor=1.0):
+        """``(n_tendons,)`` tensions [N] at time ``t``."""
+        return load_factor * jnp.stack([td.tension_at(t) for td in self.tendons])
+
+    def _tendon_inputs(self, t, load_factor, wh, n_int):
+        """Per grid interval: ``(taus (n_int, n_t), anchors (n_int, n_t), wh_minus (n_int, w))``:
+        the tensions loading the interval (0 past a termination), the tensions anchored at its
+        first node, and the history of the base side of that node (RK4 stage 4 of the previous
+        interval, which lies at the same arc length; Euler: the previous node), from which the
+        anchoring load takes the strains ``u(s_t^-)``, ``v(s_t^-)``. Empty arrays without tendons."""
+        wh_nodes, wh_stages = wh
+        if not self.tendons:
+            z = jnp.zeros((n_int, 0))
+            return z, z, z
+        tau = self._tendon_tensions(t, load_factor)
+        ends = np.array(self._termination_nodes())
+        active = np.arange(n_int)[:, None] < ends[None, :]
+        anchored = (np.arange(n_int)[:, None] == ends[None, :]) & (ends[None, :] < n_int)
+        prev = wh_stages[:, 2] if self.integrator == "rk4" else wh_nodes[:-1]
+        wh_minus = jnp.concatenate([wh_nodes[:1], prev[:-1]])
+        return jnp.asarray(active, float) * tau, jnp.asarray(anchored, float) * tau, wh_minus
 
     def _jumps(self, t, load_factor):
         """``(N, 6)`` jumps of ``[n, m]`` (global) at grid nodes from point loads at time ``t``."""
@@ -341,7 +434,7 @@ class CosseratModel(eqx.Module):
     def zero_history(self):
         """Zero history ``(wh_nodes (N, 12), wh_stages (N-1, n_stages, 12))`` (statics, rest)."""
         n = int(self.n_points)
-        return jnp.zeros((n, W_SIZE)), jnp.zeros((n - 1, self.n_stages, W_SIZE))
+        return jnp.zeros((n, self.w_size)), jnp.zeros((n - 1, self.n_stages, self.w_size))
 
     def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
         """Integrate from the base (and, with ``segments > 1``, from each guessed segment start)
@@ -378,6 +471,19 @@ class CosseratModel(eqx.Module):
         ds = jnp.diff(s)
         jumps = self._jumps(t, load_factor)
         rk4 = self.integrator == "rk4"
+        n_int = int(self.n_points) - 1
+        tendon = self._tendon_inputs(t, load_factor, wh, n_int)
+        routings = [td.routing for td in self.tendons]
+        interior_ends = bool(self.tendons) and min(self._termination_nodes()) < n_int
+
+        def anchor(y, whm, sk, taus):
+            """``y`` with the point loads of the tendons anchored here (tensions ``taus``), from
+            the strains on the base side (state ``y`` before the jump, history ``whm``)."""
+            R, _, _, v, _, u, _ = self._strains(y, whm, P)
+            F, Mo = termination_loads(routings, taus, sk, u, v)
+            if not local:
+                F, Mo = _mv(R, F), _mv(R, Mo)
+            return y.at[7:13].add(-jnp.concatenate([F, Mo]))
 
         def apply_jump(y, jump):
             if not self.point_loads:
@@ -389,38 +495,48 @@ class CosseratModel(eqx.Module):
             return y.at[7:13].add(jnp.concatenate([Fj, Mj]))
 
         def body(y, xs):
-            d, wa, wst, jump = xs
+            d, wa, wst, jump, sj, taus, ends, whm = xs
+            if interior_ends:
+                y = anchor(y, whm, sj, ends)
             y = apply_jump(y, jump)
-            k1, z = self.rhs(y, wa, P)
+            k1, z = self.rhs(y, wa, P, sj, taus)
             if rk4:
-                k2, z2 = self.rhs(y + 0.5 * d * k1, wst[0], P)
-                k3, z3 = self.rhs(y + 0.5 * d * k2, wst[1], P)
-                k4, z4 = self.rhs(y + d * k3, wst[2], P)
+                k2, z2 = self.rhs(y + 0.5 * d * k1, wst[0], P, sj + 0.5 * d, taus)
+                k3, z3 = self.rhs(y + 0.5 * d * k2, wst[1], P, sj + 0.5 * d, taus)
+                k4, z4 = self.rhs(y + d * k3, wst[2], P, sj + d, taus)
                 y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
                 zst = jnp.stack([z2, z3, z4])
             else:
                 y1 = y + d * k1
-                zst = jnp.zeros((0, W_SIZE), y.dtype)
+                zst = jnp.zeros((0, self.w_size), y.dtype)
             return y1, (y, z, zst)
 
-        n_int = int(self.n_points) - 1
         per_seg = self._segment_intervals()
         pad = K * per_seg - n_int
         whs = (wh_nodes[:-1], wh_stages)
         jmp = jumps[:-1]
+        s_start = s[:-1]
         if pad:  # zero-length intervals at the end of the last segment are exact no-ops (y1 = y)
             ds = jnp.concatenate([ds, jnp.zeros(pad, ds.dtype)])
             whs = tuple(jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]) for a in whs)
             jmp = jnp.concatenate([jmp, jnp.zeros((pad, 6), jmp.dtype)])
-        per_interval = (ds, *whs, jmp)
+            s_start = jnp.concatenate([s_start, jnp.full(pad, s[-1])])
+            tendon = tuple(jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)]) for a in tendon)
+        per_interval = (ds, *whs, jmp, s_start, *tendon)
         chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, per_seg, *a.shape[1:]), per_interval)
         ends, (ys, zs, zst) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
         continuity = (ends[:-1] - starts[1:]) / scale
         yN = ends[-1]
-        _, zN = self.rhs(yN, wh_nodes[-1], P)
+        if self.tendons:  # tendons anchored at the tip: n(L+) = n(L-) - F (after zN: L- side)
+            _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1])
+            tip_taus = self._tendon_tensions(t, load_factor) * jnp.asarray(
+                np.array(self._termination_nodes()) == n_int, dtype=float)
+            yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
+        else:
+            _, zN = self.rhs(yN, wh_nodes[-1], P)
         y = jnp.concatenate([ys.reshape(-1, Y_SIZE)[:n_int], yN[None]])
-        w = jnp.concatenate([zs.reshape(-1, W_SIZE)[:n_int], zN[None]])
-        w_stages = zst.reshape(K * per_seg, self.n_stages, W_SIZE)[:n_int]
+        w = jnp.concatenate([zs.reshape(-1, self.w_size)[:n_int], zN[None]])
+        w_stages = zst.reshape(K * per_seg, self.n_stages, self.w_size)[:n_int]
         RN = quat_to_rotation(yN[3:7])
         nL, mL = yN[7:10], yN[10:13]
         if local:

@@ -36,6 +36,7 @@ from .frames import (
 )
 from .motion import MIN_AXIS_COSINE, ClampMotion, interp_linear
 from .rod import DERRod
+from .tendons import midpoint_arclengths, tendon_length
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
 DER_BANDWIDTH = 10
@@ -99,6 +100,10 @@ class DERModel(AbstractImplicitModel):
             implicit step's velocity. With self-contact, ``aux`` is a :class:`ContactAux` (frames
             plus the candidate pairs, refreshed after every step) and the default linear solver is
             dense. ``()`` (default): exactly the contact-free model.
+        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` anchored at the tip
+            (:mod:`jaxrod.models.der.tendons`): loads ``-tau(t) dl/dq`` of each routed cable's
+            length ``l``, scaled by ``load_factor``; arc length from the midpoint of edge 0.
+        section_radius: radius [m] holding the tendon channels (default: the rod radius).
 
     Raises:
         ValueError: on invalid inputs, and when ``q0`` already penetrates a floor or the rod itself
@@ -122,6 +127,7 @@ class DERModel(AbstractImplicitModel):
     contacts: tuple = ()
     motion_data: eqx.Module | None = None
     clamps: tuple = ()
+    tendons: tuple = ()
 
     def __init__(
         self,
@@ -141,6 +147,8 @@ class DERModel(AbstractImplicitModel):
         load_factor=1.0,
         contacts=(),
         clamps=(),
+        tendons=(),
+        section_radius=None,
     ):
         """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
         the twist of edge ``i`` (a clamped end); negative indices count from the end. The clamp acts
@@ -197,6 +205,7 @@ class DERModel(AbstractImplicitModel):
         self.fixed_edges = tuple(sorted(tw))
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         self.contacts = _check_contacts(contacts, rod, self.q0)
+        self.tendons = _check_der_tendons(tendons, rod, section_radius)
         if self.clamps:
             self.q0 = self._clamp_start(default_q0)
 
@@ -391,12 +400,21 @@ class DERModel(AbstractImplicitModel):
         x, h = q[:, :3], self.rod.radius
         return jnp.min(jnp.stack([c.step_limit(x, v[:, :3], dv[:, :3], h) for c in floors]))
 
+    def tendon_forces(self, q, t, aux):
+        """``(N, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq`` (zero without tendons)."""
+        f = jnp.zeros_like(q)
+        for td in self.tendons:
+            dl = jax.grad(tendon_length)(q, _frames(aux), self.rod.rest_lengths, td.routing)
+            f = f - self.load_factor * td.tension_at(t) * dl
+        return f
+
     def residual(self, q, v, a, t, aux):
+        tendons = self.tendon_forces(q, t, aux) if self.tendons else 0.0
         if not self.contacts:
             grad_e = jax.grad(self.elastic_energy)(q, aux)
-            return self.mass() * a + grad_e - self.external_forces(q, v, t)
+            return self.mass() * a + grad_e - self.external_forces(q, v, t) - tendons
         grad_e = jax.grad(self.potential_energy)(q, aux)
-        return self.mass() * a + grad_e - self.external_forces(q, v, t) - self.friction_forces(q, v, aux)
+        return self.mass() * a + grad_e - self.external_forces(q, v, t) - self.friction_forces(q, v, aux) - tendons
 
     def with_load_factor(self, s):
         """Copy with all external loads (gravity, point, distributed, ``force_fn``) scaled by ``s``."""
@@ -405,6 +423,23 @@ class DERModel(AbstractImplicitModel):
     def total_energy(self, q, v, aux):
         """Kinetic + elastic (+ contact) energy [J] (potential of gravity and loads not included)."""
         return 0.5 * jnp.sum(self.mass() * v * v * ~self.fixed_mask()) + self.potential_energy(q, aux)
+
+
+def _check_der_tendons(tendons, rod: DERRod, section_radius):
+    from ..cosserat.tendons import check_tendons
+
+    tendons = tuple(tendons)
+    for i, td in enumerate(tendons):
+        if getattr(td, "termination", None) is not None:
+            raise ValueError(
+                f"tendons[{i}].termination = {td.termination} m: DER tendons are anchored at the tip "
+                "(termination=None); interior anchors are only on the shooting model so far"
+            )
+    if tendons and not is_traced(rod.rest_lengths):
+        s_mid, s_tip = midpoint_arclengths(rod.rest_lengths)
+        radius = rod.radius if section_radius is None else section_radius
+        check_tendons(tendons, float(s_tip), radius, np.asarray(jnp.concatenate([s_mid, s_tip[None]])))
+    return tendons
 
 
 def _check_clamps(clamps, n):

@@ -1,0 +1,242 @@
+"""Tendon actuation of the shooting rod (Till, Aloi & Rucker 2019 sec. 5.2; Rucker & Webster 2011).
+
+A tendon runs in a channel at offset ``r(s)`` from the backbone, in the local cross-section frame,
+from the base to its termination at reference arc length ``s_t``. Frictionless and massless, it
+carries one tension ``tau`` along its whole length and loads the backbone
+
+* over ``0 < s < s_t`` with the distributed force ``f_c = tau d/ds (p_si / |p_si|)`` (its pull
+  toward the centre of curvature of its own path ``p_i = p + R r``) and the moment of that force
+  about the backbone, which in backbone kinematics read ``f_c = R (a + A v_s + G u_s)``,
+  ``l_c = R (b + G^T v_s + H u_s)`` (spec 7.2): they depend on the strain derivatives, so the
+  model solves the symmetric 6x6 system ``Phi [v_s; u_s] = ...`` at every evaluation point;
+* at ``s_t`` with the point force ``F^b = -tau p_si^b / |p_si^b|`` and moment ``r x F^b``
+  (local frame), the pull of the anchored tendon back toward the base.
+
+Routings are Modules whose parameters are array leaves: changing an offset, a helix rate or the
+samples of an arbitrary routing does not recompile. ``r_s`` and ``r_ss`` come from forward-mode
+differentiation of ``r(s)``, so any smooth routing works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...validation import check_finite, check_nonnegative, check_positive, check_shape, is_traced
+from .loads import Constant, Samples
+
+_f64 = lambda x: jnp.asarray(x, dtype=float)  # noqa: E731
+
+
+class Routing(eqx.Module):
+    """Tendon offset from the backbone: ``__call__(s) -> (3,)`` local-frame offset [m] at reference
+    arc length ``s`` [m] (third component 0 for a channel in the cross-section plane). Subclass it
+    with array-leaf parameters for a custom routing; it must be twice differentiable in ``s``."""
+
+    def __call__(self, s):
+        raise NotImplementedError
+
+
+class StraightRouting(Routing):
+    """Channel parallel to the backbone at constant ``offset (2,)`` [m] in the ``(d1, d2)`` plane."""
+
+    offset: jax.Array = eqx.field(converter=_f64)
+
+    def __check_init__(self):
+        check_shape("StraightRouting.offset", self.offset, (2,))
+        check_finite("StraightRouting.offset", self.offset)
+
+    def __call__(self, s):
+        del s
+        return jnp.concatenate([self.offset, jnp.zeros(1)])
+
+
+class HelicalRouting(Routing):
+    """Helical channel ``radius (cos(phase + rate s), sin(phase + rate s), 0)``: ``radius`` [m],
+    ``rate`` [rad/m] (``2 pi / pitch``), ``phase`` [rad] at the base."""
+
+    radius: jax.Array = eqx.field(converter=_f64)
+    rate: jax.Array = eqx.field(converter=_f64)
+    phase: jax.Array = eqx.field(converter=_f64, default=0.0)
+
+    def __check_init__(self):
+        check_nonnegative("HelicalRouting.radius", self.radius, "m")
+        check_finite("HelicalRouting.rate", self.rate)
+        check_finite("HelicalRouting.phase", self.phase)
+
+    def __call__(self, s):
+        a = self.phase + self.rate * s
+        return self.radius * jnp.stack([jnp.cos(a), jnp.sin(a), jnp.zeros_like(a)])
+
+
+class SampledRouting(Routing):
+    """Arbitrary routing from ``offsets (K, 2)`` [m] at ``K >= 2`` equally spaced arc lengths
+    ``0, length/(K-1), ..., length`` [m], joined by a natural cubic spline (continuous ``r_s`` and
+    ``r_ss``, which enter the tendon loads). ``offsets`` is an array leaf; ``length`` is static."""
+
+    length: float = eqx.field(static=True)
+    offsets: jax.Array = eqx.field(converter=_f64)
+
+    def __check_init__(self):
+        if not (np.isfinite(self.length) and self.length > 0):
+            raise ValueError(f"SampledRouting.length must be a finite number > 0 m, got {self.length}")
+        check_shape("SampledRouting.offsets", self.offsets, (None, 2))
+        if np.shape(self.offsets)[0] < 2:
+            raise ValueError(f"SampledRouting.offsets needs >= 2 samples (rows), got shape {np.shape(self.offsets)}")
+        check_finite("SampledRouting.offsets", self.offsets)
+
+    def _second_derivatives(self):
+        y = self.offsets
+        k = y.shape[0]
+        if k < 3:
+            return jnp.zeros_like(y)
+        h = self.length / (k - 1)
+        # natural spline: M_0 = M_{K-1} = 0, M_{j-1} + 4 M_j + M_{j+1} = 6 (y_{j-1} - 2 y_j + y_{j+1}) / h^2
+        T = 4.0 * np.eye(k - 2) + np.eye(k - 2, k=1) + np.eye(k - 2, k=-1)
+        inner = jnp.linalg.solve(jnp.asarray(T), 6.0 * (y[:-2] - 2.0 * y[1:-1] + y[2:]) / h**2)
+        z = jnp.zeros((1, 2))
+        return jnp.concatenate([z, inner, z])
+
+    def __call__(self, s):
+        y, M = self.offsets, self._second_derivatives()
+        k = y.shape[0]
+        h = self.length / (k - 1)
+        j = jnp.clip(jnp.floor(s / h).astype(int), 0, k - 2)
+        a = (s - j * h) / h  # outside [0, length] the end cubic is extended
+        b = 1.0 - a
+        r = b * y[j] + a * y[j + 1] + h**2 / 6.0 * ((b**3 - b) * M[j] + (a**3 - a) * M[j + 1])
+        return jnp.concatenate([r, jnp.zeros(1)])
+
+
+class FunctionRouting(Routing):
+    """Routing from a plain function ``fn(s) -> (2,) or (3,)`` [m]. The function is static:
+    a different function recompiles (subclass :class:`Routing` with array leaves to avoid that)."""
+
+    fn: Callable = eqx.field(static=True)
+
+    def __call__(self, s):
+        r = jnp.asarray(self.fn(s), dtype=float)
+        return jnp.concatenate([r, jnp.zeros(1)]) if r.shape == (2,) else r
+
+
+def routing_derivatives(routing: Routing, s):
+    """``(r, r_s, r_ss)`` (each ``(3,)``) of ``routing`` at ``s`` by nested forward-mode JVPs."""
+    s = jnp.asarray(s, dtype=float)
+
+    def first(x):
+        return jax.jvp(routing, (x,), (jnp.ones_like(x),))
+
+    (r, rs), (_, rss) = jax.jvp(first, (s,), (jnp.ones_like(s),))
+    return r, rs, rss
+
+
+class Tendon(eqx.Module):
+    """One tendon: routing, tension and termination.
+
+    Attributes:
+        routing: :class:`Routing` (or any differentiable ``s -> (3,)`` callable, then static).
+        tension: tension amplitude tau [N] (>= 0), an array leaf.
+        profile: dimensionless time profile (``profile(t)``, e.g. :class:`~.loads.Constant`,
+            :class:`~.loads.Samples` for a sampled tension history); the tension is
+            ``tension * profile(t)``.
+        termination: reference arc length s_t [m] where the tendon is anchored (static: it moves
+            a grid node onto s_t); ``None`` for the tip.
+    """
+
+    routing: Routing | Callable
+    tension: jax.Array = eqx.field(converter=_f64, default=0.0)
+    profile: eqx.Module = Constant()
+    termination: float | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        if np.shape(self.tension) != ():
+            raise ValueError(f"Tendon.tension must be a scalar [N], got shape {np.shape(self.tension)}")
+        check_nonnegative("Tendon.tension", self.tension, "N (a tendon can only pull)")
+        if isinstance(self.profile, Samples) and not is_traced(self.profile.values):
+            check_nonnegative("Tendon.profile.values", self.profile.values, "(a tendon can only pull)")
+        if self.termination is not None and not np.isfinite(self.termination):
+            raise ValueError(f"Tendon.termination must be a finite arc length [m] or None, got {self.termination}")
+        if not callable(self.routing):
+            raise TypeError(f"Tendon.routing must be a Routing (or a callable s -> (3,)), got {type(self.routing).__name__}")
+
+    def tension_at(self, t):
+        """Tension [N] at time ``t`` [s]."""
+        return self.tension * self.profile(t)
+
+
+def check_tendons(tendons, length: float, section_radius, grid) -> None:
+    """Eager checks of a model's tendons against the rod: termination in ``(0, length]``, offset
+    ``|r(s)| <= section_radius`` at the grid nodes up to the termination and 64 points between."""
+    for i, td in enumerate(tendons):
+        if not isinstance(td, Tendon):
+            raise TypeError(f"tendons must hold Tendon objects, got {type(td).__name__} at tendons[{i}]")
+        end = length if td.termination is None else td.termination
+        if not (0.0 < end <= length):
+            raise ValueError(
+                f"tendons[{i}].termination = {td.termination} m is outside the rod: allowed 0 < s_t <= L = {length} m"
+            )
+        if is_traced(td.routing) or section_radius is None or is_traced(section_radius):
+            continue
+        s = np.unique(np.concatenate([grid[grid <= end], np.linspace(0.0, end, 64)]))
+        r = np.asarray(jax.vmap(td.routing)(jnp.asarray(s)))
+        dist = np.linalg.norm(r[:, :2], axis=1)
+        k = int(np.argmax(dist))
+        R = float(section_radius)
+        if not np.all(np.isfinite(dist)) or dist[k] > R * (1.0 + 1e-12):
+            raise ValueError(
+                f"tendons[{i}] leaves the cross-section: |r(s)| = {dist[k]:.6g} m at s = {s[k]:.6g} m, allowed "
+                f"|r| <= section_radius = {R:.6g} m (set CosseratModel.section_radius to the spacer-disk radius)"
+            )
+
+
+def _hat(x):
+    z = jnp.zeros_like(x[0])
+    return jnp.stack([
+        jnp.stack([z, -x[2], x[1]]),
+        jnp.stack([x[2], z, -x[0]]),
+        jnp.stack([-x[1], x[0], z]),
+    ])
+
+
+def _one_tendon(r, rs, rss, tau, u, v):
+    p = jnp.cross(u, r) + rs + v  # p_si^b: tangent of the tendon path, local frame
+    ph = _hat(p)
+    A = -tau * (ph @ ph) / jnp.linalg.norm(p) ** 3
+    rh = _hat(r)
+    G = -A @ rh
+    a = A @ (jnp.cross(u, p + rs) + rss)
+    return a, jnp.cross(r, a), A, G, rh @ G
+
+
+def tendon_coefficients(routings, taus, s, u, v):
+    """Sums over tendons of ``(a (3,), b (3,), A, G, H (3, 3))`` of spec 7.2 at arc length ``s``
+    for curvature ``u`` and strain ``v`` (local frame); ``taus (n,)`` tensions [N] (0: inactive)."""
+    out = None
+    for k, rt in enumerate(routings):
+        terms = _one_tendon(*routing_derivatives(rt, s), taus[k], u, v)
+        out = terms if out is None else tuple(x + y for x, y in zip(out, terms))
+    return out
+
+
+def termination_loads(routings, taus, s, u, v):
+    """Local-frame point force ``sum F^b`` [N] and moment ``sum r x F^b`` [N m] of the tendons
+    anchored at arc length ``s`` (``taus (n,)``: their tensions, 0 for the others), from the
+    strains on the base side ``u(s^-)``, ``v(s^-)``."""
+    F = jnp.zeros(3)
+    Mo = jnp.zeros(3)
+    for k, rt in enumerate(routings):
+        r, rs, _ = routing_derivatives(rt, s)
+        p = jnp.cross(u, r) + rs + v
+        Fi = -taus[k] * p / jnp.linalg.norm(p)
+        F, Mo = F + Fi, Mo + jnp.cross(r, Fi)
+    return F, Mo
+
+
+def section_radius_default(rod):
+    """Equivalent radius ``sqrt(A / pi)`` [m] of the backbone section."""
+    check_positive("area", rod.area, "m^2")
+    return jnp.sqrt(rod.area / jnp.pi)

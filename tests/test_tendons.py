@@ -1,0 +1,283 @@
+"""Tendon actuation of the Cosserat shooting model (Till et al. sec. 5.2, spec 7.2) against closed
+forms: a straight tendon makes a circular arc, a tendon anchored at mid-length an arc then a
+straight line; the base reaction of a helical tendon balances its pull; gradients vs finite
+differences; a tension ramp through the time loop; the same tendon on DER; bad input.
+
+Closed form used (derived here, not by the code under test): cut the rod and its straight tendon at
+any ``s`` inside the tendon's span; the part beyond carries no external load, so the backbone's
+internal force is ``-tau t`` (``t``: tendon tangent) and its moment ``tau r e2`` for a tendon at
+``r e1``. The tendon stays parallel to the axis, so the curvature is ``u2 = tau r / EI`` exactly
+(any load, not only small ones), the axial strain ``v3 = 1 - tau / EA`` (1 for Kirchhoff), and the
+tip of a rod of length L bent in the (x, z) plane lies at
+``(v3 (1 - cos(u2 L)) / u2, 0, v3 sin(u2 L) / u2)``. Beyond the termination the cut carries
+nothing: straight, unstrained.
+
+One compiled program serves the first three tests and the DER comparison: the static solve of a
+two-tendon rod (A to the tip, a helical routing that is straight at rate 0; B anchored at
+mid-length, sampled routing) with ``(tau_A, tau_B, offset_A, rate_A)`` as array leaves. The
+gradient test has its own small program (forward-mode derivative and, for the finite
+differences, its primal output): measured 65 s against 324 s for the same derivative of the
+two-tendon RK4 rod, on this 2-core machine at load ~10.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrod.models.cosserat import (
+    CosseratModel,
+    CosseratRod,
+    HelicalRouting,
+    SampledRouting,
+    Samples,
+    StraightRouting,
+    Tendon,
+    solve_static_cosserat,
+)
+from jaxrod.models.cosserat.tendons import routing_derivatives
+
+L = 0.2
+RADIUS = 1e-3
+OFFSET = 5e-3
+DISK = 0.01  # spacer-disk radius holding the channels [m]
+N = 9  # grid points; node 4 sits at L/2
+
+
+def rod():
+    return CosseratRod.circular(L, RADIUS, youngs_modulus=207e9, density=8000.0)
+
+
+def two_tendon_model(**kw):
+    tendons = (
+        Tendon(HelicalRouting(OFFSET, 0.0), tension=0.0),
+        Tendon(SampledRouting(L, np.tile([OFFSET, 0.0], (5, 1))), tension=0.0, termination=L / 2),
+    )
+    return CosseratModel(rod(), n_points=N, tendons=tendons, section_radius=DISK, **kw)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return two_tendon_model()
+
+
+def with_values(m, params):
+    """``m`` with ``params = (tau_A [N], tau_B [N], offset_A [m], rate_A [rad/m])``."""
+    return eqx.tree_at(
+        lambda m: (m.tendons[0].tension, m.tendons[1].tension, m.tendons[0].routing.radius,
+                   m.tendons[0].routing.rate),
+        m, tuple(params),
+    )
+
+
+@pytest.fixture(scope="module")
+def solve(model):
+    """``solve(tau_a=, tau_b=, offset=, rate=) -> (y (N, 19), w (N, 18))`` of the static solve."""
+
+    @jax.jit
+    def run(params):
+        st, _ = solve_static_cosserat(with_values(model, params))
+        return st.y, st.w
+
+    def call(tau_a=0.0, tau_b=0.0, offset=OFFSET, rate=0.0):
+        return run(jnp.array([tau_a, tau_b, offset, rate]))
+
+    return call
+
+
+def arc(u2, v3, s):
+    """Points at reference arc lengths ``s`` of the closed-form arc (module docstring)."""
+    th = u2 * s
+    return np.stack([v3 * (1 - np.cos(th)) / u2, 0 * s, v3 * np.sin(th) / u2], axis=-1)
+
+
+def test_straight_tendon_bends_a_circular_arc(model, solve):
+    """Curvature tau r / EI along the whole rod and every node on the closed-form arc."""
+    r = model.rod
+    EI, EA = float(r.K_bt[1]), float(r.K_se[2])
+    for tau in (2.0, 40.0):  # bend angle 0.012 and 0.25 rad
+        y, w = solve(tau_a=tau)
+        u2, v3 = tau * OFFSET / EI, 1.0 - tau / EA
+        u = np.asarray(w[:, 9:12])
+        # measured (RK4, 8 intervals): 3e-15 and 1.2e-8 (tau = 40 N); positions 6e-13 L and 9e-8 L
+        assert np.max(np.abs(u[:, 1] / u2 - 1.0)) < 1e-7
+        assert np.max(np.abs(u[:, [0, 2]])) < 1e-9 * u2
+        err = np.max(np.linalg.norm(np.asarray(y[:, :3]) - arc(u2, v3, model.grid()), axis=1))
+        assert err < 1e-6 * L, err
+        # base reaction: the tendon's pull, straight down the axis
+        assert np.allclose(np.asarray(y[0, 7:10]), [0.0, 0.0, -tau], atol=1e-9 * tau)
+
+
+def test_mid_length_termination_gives_arc_then_straight(model, solve):
+    r = model.rod
+    EI, EA = float(r.K_bt[1]), float(r.K_se[2])
+    tau = 40.0
+    y, w = solve(tau_b=tau)
+    u2, v3 = tau * OFFSET / EI, 1.0 - tau / EA
+    s = model.grid()
+    first, second = s < L / 2, s >= L / 2  # the node at L/2 holds the values just beyond the anchor
+    u = np.asarray(w[:, 10])
+    # measured: 3e-9; positions 1.3e-8 L (arc) and 7e-8 L (straight part)
+    assert np.max(np.abs(u[first] / u2 - 1.0)) < 1e-7
+    assert np.max(np.abs(u[second])) < 1e-9 * u2
+    assert np.max(np.abs(np.asarray(y[second, 7:13]))) < 1e-9 * tau
+    p = np.asarray(y[:, :3])
+    th = u2 * L / 2
+    p_mid = arc(u2, v3, np.array(L / 2))
+    straight = p_mid + (s[second] - L / 2)[:, None] * np.array([np.sin(th), 0.0, np.cos(th)])
+    assert np.max(np.linalg.norm(p[first] - arc(u2, v3, s[first]), axis=1)) < 1e-6 * L
+    assert np.max(np.linalg.norm(p[second] - straight, axis=1)) < 1e-6 * L
+
+
+def test_helical_tendon_base_reaction_balances_its_pull(solve):
+    """Whole rod plus tendon as one free body: the base force is the tendon pull -tau t(0) and the
+    base moment that of the pull at the channel, for any routing (here one helix turn: r_s, r_ss
+    enter the distributed loads and must add up to the termination load)."""
+    tau = 20.0
+    y, w = solve(tau_a=tau, rate=2 * np.pi / L)
+    y0, w0 = np.asarray(y[0]), np.asarray(w[0])
+    assert np.abs(np.asarray(y[-1, 0:2])).max() > 1e-4  # it did bend out of the axis
+    rt = HelicalRouting(OFFSET, 2 * np.pi / L)
+    r0, rs0, _ = (np.asarray(x) for x in routing_derivatives(rt, 0.0))
+    u0, v0 = w0[9:12], w0[6:9]
+    t_b = np.cross(u0, r0) + rs0 + v0  # base frame is the identity
+    t_b /= np.linalg.norm(t_b)
+    # RK4 error at 8 intervals per turn (measured 3.1e-5 and 7.2e-4; at 16 intervals 1.0e-6 and
+    # 4.4e-5: fourth order, so the distributed loads do add up to the anchor's)
+    assert np.allclose(y0[7:10], -tau * t_b, atol=1e-4 * tau)
+    assert np.allclose(y0[10:13], np.cross(r0, -tau * t_b), atol=2e-3 * tau * OFFSET)
+
+
+def test_tip_gradient_wrt_tension_and_offset_matches_finite_differences():
+    """d tip / d tau and d tip / d offset (forward mode through the shooting solve's implicit
+    derivative) vs central differences, for a helical tendon (0.2 rad of twist along the rod, so
+    the tip moves in x and y); a small Euler grid keeps the derivative program cheap."""
+    m = CosseratModel(rod(), n_points=5, integrator="euler", section_radius=DISK,
+                      tendons=(Tendon(HelicalRouting(OFFSET, 1.0), tension=0.0),))
+
+    @jax.jit
+    def tip(params, tangent):
+        def f(p):
+            mm = eqx.tree_at(lambda m: (m.tendons[0].tension, m.tendons[0].routing.radius), m, (p[0], p[1]))
+            return solve_static_cosserat(mm)[0].y[-1, :3]
+
+        return jax.jvp(f, (params,), (tangent,))
+
+    p0 = jnp.array([20.0, OFFSET])
+    for i in range(2):
+        e = jnp.eye(2)[i]
+        _, d = tip(p0, e)
+        h = 1e-4 * float(p0[i])
+        fd = (np.asarray(tip(p0 + h * e, e)[0]) - np.asarray(tip(p0 - h * e, e)[0])) / (2 * h)
+        assert np.abs(fd[1]) > 1e-3 * np.abs(fd[0])  # out of the offset's plane too
+        assert np.linalg.norm(np.asarray(d) - fd) < 1e-6 * np.linalg.norm(fd), (i, np.asarray(d), fd)
+
+
+def test_kirchhoff_tendon_arc():
+    tau = 40.0
+    m = CosseratModel(rod(), n_points=5, kirchhoff=True, section_radius=DISK,
+                      tendons=(Tendon(StraightRouting((0.0, OFFSET)), tension=tau),))
+    st, _ = solve_static_cosserat(m)
+    u1 = -tau * OFFSET / float(m.rod.K_bt[0])  # tendon at +d2 bends about -d1
+    u = np.asarray(st.w[:, 9:12])
+    # RK4 error at 4 intervals: measured 2.1e-7
+    assert np.max(np.abs(u[:, 0] / u1 - 1.0)) < 1e-6
+    k = abs(u1)
+    p = np.asarray(st.y[-1, :3])
+    err = np.linalg.norm(p - [0.0, (1 - np.cos(k * L)) / k, np.sin(k * L) / k])
+    assert err < 1e-5 * L, err
+
+
+# ---- routings ------------------------------------------------------------------------------------
+def test_routing_derivatives_against_closed_forms():
+    s = 0.07
+    k, R0, ph = 30.0, 4e-3, 0.3
+    r, rs, rss = (np.asarray(x) for x in routing_derivatives(HelicalRouting(R0, k, ph), s))
+    a = ph + k * s
+    assert np.allclose(r, R0 * np.array([np.cos(a), np.sin(a), 0]), atol=1e-15)
+    assert np.allclose(rs, R0 * k * np.array([-np.sin(a), np.cos(a), 0]), atol=1e-13)
+    assert np.allclose(rss, -R0 * k**2 * np.array([np.cos(a), np.sin(a), 0]), atol=1e-11)
+    r, rs, rss = (np.asarray(x) for x in routing_derivatives(StraightRouting((1e-3, -2e-3)), s))
+    assert np.allclose(r, [1e-3, -2e-3, 0]) and not rs.any() and not rss.any()
+    # natural cubic spline through samples of a linear routing reproduces it and its slope exactly
+    ss = np.linspace(0, L, 7)
+    lin = SampledRouting(L, np.stack([1e-3 + 0.01 * ss, -0.02 * ss], axis=1))
+    r, rs, rss = (np.asarray(x) for x in routing_derivatives(lin, s))
+    assert np.allclose(r, [1e-3 + 0.01 * s, -0.02 * s, 0], atol=1e-15)
+    assert np.allclose(rs, [0.01, -0.02, 0], atol=1e-13) and np.allclose(rss, 0, atol=1e-10)
+    # and converges to a smooth routing (r_ss = 0 at both ends, as the natural spline assumes) at
+    # O(h^4) in value, O(h^2) in r_ss (measured ratios 30 and 7 from 10 to 20 intervals)
+    k = 2 * np.pi / L
+    f = lambda x: 1e-3 * np.sin(k * x)  # noqa: E731
+    errs = []
+    for K in (11, 21):
+        sp = SampledRouting(L, np.stack([f(np.linspace(0, L, K)), 0 * np.linspace(0, L, K)], axis=1))
+        r, _, rss = (np.asarray(x) for x in routing_derivatives(sp, 0.105))  # mid-interval for both
+        errs.append((abs(r[0] - f(0.105)), abs(rss[0] + k * k * f(0.105))))
+    assert errs[1][0] < errs[0][0] / 10 and errs[1][1] < errs[0][1] / 3
+
+
+# ---- bad input -----------------------------------------------------------------------------------
+def test_bad_tendon_input_names_parameter_value_and_allowed():
+    with pytest.raises(ValueError, match=r"tendons\[0\] leaves the cross-section.*0\.02.*section_radius = 0\.01"):
+        CosseratModel(rod(), n_points=N, section_radius=DISK,
+                      tendons=(Tendon(StraightRouting((0.02, 0.0)), tension=1.0),))
+    with pytest.raises(ValueError, match=r"leaves the cross-section.*section_radius = 0\.001"):  # backbone radius
+        CosseratModel(rod(), n_points=N, tendons=(Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0),))
+    with pytest.raises(ValueError, match=r"tendons\[1\]\.termination = 0\.3 m is outside the rod.*L = 0\.2"):
+        CosseratModel(rod(), n_points=N, section_radius=DISK,
+                      tendons=(Tendon(StraightRouting((OFFSET, 0.0))),
+                               Tendon(StraightRouting((OFFSET, 0.0)), termination=0.3)))
+    with pytest.raises(ValueError, match=r"Tendon\.tension must be finite and >= 0 N.*got -1\.0"):
+        Tendon(StraightRouting((OFFSET, 0.0)), tension=-1.0)
+    with pytest.raises(ValueError, match=r"Tendon\.profile\.values must be finite and >= 0"):
+        Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0, profile=Samples([0.0, 1.0], [0.0, -0.5]))
+
+
+@pytest.mark.slow  # its own compiled time loop: the slowest test of this file
+def test_tension_ramp_dynamics_settle_on_the_static_shape():
+    """Through the time loop: a tension ramped in over 0.02 s (Samples profile), with Kelvin-Voigt
+    damping (so the histories of v_s, u_s enter the Phi solve) and gravity (so u varies along s).
+    Mid-ramp the rod moves; 0.3 s later it rests on the static solution at the final tension."""
+    import jaxrod
+
+    r = CosseratRod.circular(L, RADIUS, youngs_modulus=207e9, density=8000.0,
+                             damping_bt=2e-3, damping_se=1e2)
+    m = CosseratModel(r, n_points=5, integrator="euler", gravity=(-9.81, 0.0, 0.0), section_radius=DISK,
+                      tendons=(Tendon(StraightRouting((OFFSET, 0.0)), tension=40.0,
+                                      profile=Samples([0.0, 0.02], [0.0, 1.0])),))
+    tr = jaxrod.simulate(m, dt=0.01, n_steps=30)
+    assert tr.v.shape[-1] == 18  # [q, w, v, u, v_s, u_s]
+    static, _ = solve_static_cosserat(m, t=0.3)
+    x0 = float(tr.positions[0, -1, 0])
+    x_end = float(static.y[-1, 0])
+    assert x_end - x0 > 1e-3  # the tendon lifts the tip by millimetres
+    assert abs(float(tr.positions[-1, -1, 0]) - x_end) < 1e-6 * (x_end - x0)
+    assert float(jnp.max(jnp.abs(tr.v[1, :, 0:3]))) > 1e-3  # moving during the ramp [m/s]
+    assert float(jnp.max(jnp.abs(tr.v[-1, :, 0:3]))) < 1e-6
+
+
+# ---- the same tendon on DER --------------------------------------------------------------------
+def test_der_tendon_matches_cosserat_tip(model, solve):
+    """The 1-tendon robot on a 21-node DER cantilever (cable polyline through the edge frames,
+    loads = -tau dl/dq) against the shooting model (exact arc to 1e-8, tests above). DER bends
+    along +y (its first material director for an x-axis rod); the Cosserat rod along +x with its
+    axis z. Measured tip mismatch / deflection: 3e-4 at 2 N, 5.8e-3 at 40 N (1.4e-3 and 2.5e-2 at
+    11 nodes: second order in the edge length)."""
+    import jaxrod
+    from jaxrod.models.der import DERModel, DERRod
+
+    rod_d = DERRod.cantilever(21, L, radius=RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
+    base = DERModel(rod_d, clamped_edges=(0,), section_radius=DISK,
+                    tendons=(Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0),))
+    for tau, tol in ((2.0, 1e-3), (40.0, 1e-2)):
+        st, _ = jaxrod.solve_static(eqx.tree_at(lambda m: m.tendons[0].tension, base, jnp.asarray(tau)))
+        axial, lateral, out = np.asarray(st.q[-1, :3])
+        y, _ = solve(tau_a=tau)
+        cx, _, cz = np.asarray(y[-1, :3])
+        assert abs(out) < 1e-12
+        assert abs(lateral - cx) < tol * cx and abs(axial - cz) < tol * cx, (tau, lateral, cx, axial, cz)
+    with pytest.raises(ValueError, match=r"DER tendons are anchored at the tip"):
+        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK,
+                 tendons=(Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0, termination=0.1),))

@@ -306,6 +306,24 @@ def test_units_and_shorthands(tmp_path):
     np.testing.assert_allclose(np.asarray(body.force), [1000.0, 0, 0])
 
 
+def test_slider_and_cardan_joint_keys(tmp_path):
+    """The prismatic/universal/planar entries of the joint registry pass their keys (with units)
+    to the joint classes; a limit without stops' stiffness is the joint's own error."""
+    rail = ('[joints.rail]\ntype = "prismatic"\nbody2 = "bob"\npoint = [0, 0, 0]\naxis = [0, 0, 1]\n'
+            'stiffness = 200.0\nlower = "-50 mm"\nlimit_stiffness = 1e5\n')
+    head, sim = PENDULUM[: PENDULUM.index("[joints.")], PENDULUM[PENDULUM.index("[simulation]"):]
+    text = head + rail + sim
+    joint = load_model(_write(tmp_path, text, "ok.toml")).model.joints[0]
+    assert type(joint).__name__ == "Prismatic"
+    assert float(joint.stiffness) == 200.0 and float(joint.lower) == -0.05 and float(joint.upper) == np.inf
+    with pytest.raises(ModelFileError, match=r"joints\.rail"):
+        load_model(_write(tmp_path, text.replace("limit_stiffness = 1e5\n", ""), "nolimit.toml"))
+    cardan = ('[joints.cross]\ntype = "universal"\nbody2 = "bob"\npoint = [0, 0, 0]\naxis1 = [1, 0, 0]\n'
+              'axis2 = [0, 1, 0]\n')
+    joint = load_model(_write(tmp_path, head + cardan + sim, "u.toml")).model.joints[0]
+    assert type(joint).__name__ == "Universal"
+
+
 def test_scene_options_are_checked(tmp_path):
     with pytest.raises(ModelFileError, match=r"rods\.r\.n_point: not an option of scene 'till-benchmark' "
                                              r"\(did you mean 'n_points'\?\)"):

@@ -67,6 +67,16 @@ class JointType:
 
 
 #: ``type = "..."`` of a joint or constraint table -> its :class:`JointType`.
+def _limits(unit, stiffness_unit, damping_unit):
+    """Travel/angle limits of a coordinate joint (penalty stops, see jaxrod.system.joints)."""
+    return {
+        "lower": Key("number", unit, -float("inf"), "lower limit of the joint coordinate"),
+        "upper": Key("number", unit, float("inf"), "upper limit of the joint coordinate"),
+        "limit_stiffness": Key("nonnegative", stiffness_unit, 0.0, "stiffness of the limit stops (> 0 with limits)"),
+        "limit_damping": Key("nonnegative", damping_unit, 0.0, "damping while a stop is penetrated"),
+    }
+
+
 JOINT_TYPES = {
     "spherical": JointType("jaxrod.system.joints:Spherical", {"point": _POINT}, "ball joint (3 rows)"),
     "revolute": JointType(
@@ -77,9 +87,29 @@ JOINT_TYPES = {
             "stiffness": Key("nonnegative", "N m/rad", 0.0, "rotational spring"),
             "damping": Key("nonnegative", "N m s/rad", 0.0, "rotational damper"),
             "rest_angle": Key("number", "rad", 0.0, "spring rest angle"),
+            **_limits("rad", "N m/rad", "N m s/rad"),
         },
-        "hinge about axis (5 rows), optional spring-damper",
+        "hinge about axis (5 rows), optional spring-damper and angle limits",
     ),
+    "prismatic": JointType(
+        "jaxrod.system.joints:Prismatic",
+        {
+            "point": _POINT,
+            "axis": _AXIS,
+            "stiffness": Key("nonnegative", "N/m", 0.0, "axial spring"),
+            "damping": Key("nonnegative", "N s/m", 0.0, "axial damper"),
+            "rest_length": Key("number", "m", 0.0, "spring rest travel"),
+            **_limits("m", "N/m", "N s/m"),
+        },
+        "slider along axis (5 rows), optional spring-damper and travel limits",
+    ),
+    "universal": JointType(
+        "jaxrod.system.joints:Universal",
+        {"point": _POINT, "axis1": _AXIS, "axis2": _AXIS},
+        "cardan joint (4 rows): cross-pin axes axis1 (in body 1) and axis2 (in body 2), perpendicular",
+    ),
+    "planar": JointType("jaxrod.system.joints:Planar", {"point": _POINT, "axis": _AXIS},
+                        "body 2 slides in the plane normal to axis and turns about it (3 rows)"),
     "fixed": JointType("jaxrod.system.joints:Fixed", {"point": _POINT}, "weld (6 rows)"),
     "planar_pin": JointType("jaxrod.system.joints:PlanarPin", {"point": _POINT, "axis": _AXIS},
                             "in-plane part of a revolute joint (2 rows): closes planar loops"),

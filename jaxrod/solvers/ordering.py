@@ -81,9 +81,11 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
     Arguments:
         n: number of unknowns.
         nodes: sequence of int arrays, the unknowns of each node.
-        edges: ``(a, b)`` node index pairs that couple (``a == b`` is ignored).
+        edges: ``(a, b)`` node index pairs that couple (``a == b`` is ignored), besides those
+            implied by ``attached``.
         attached: ``(unknowns, node_ids)`` pairs: a group of unknowns coupled only to the
-            listed nodes (and to itself); ``node_ids`` may be empty (placed with the first unit).
+            listed nodes (and to itself), which it couples to each other; ``node_ids`` may be
+            empty (placed with the first unit).
 
     Every unknown must belong to exactly one node or attached group. Of the two ends of each
     component's pseudo-diameter, the start giving the smaller blocks (then fewer padded
@@ -103,7 +105,9 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
         if bad:
             raise ValueError(f"level_layout: attached group names nodes {bad} outside [0, {k})")
     adj = [set() for _ in range(k)]
-    for a, b in edges:
+    # an attached group couples its nodes to each other (a joint's forces act on both bodies)
+    implied = [(a, b) for _, ids in attached for a in ids for b in ids]
+    for a, b in list(edges) + implied:
         a, b = int(a), int(b)
         if not (0 <= a < k and 0 <= b < k):
             raise ValueError(f"level_layout: edge ({a}, {b}) names a node outside [0, {k})")
@@ -119,25 +123,26 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
         ends = _peripheral_pair(adj, s, seen)
         comps.append([_bfs(adj, r, seen) for r in dict.fromkeys(ends)])
         seen |= comps[-1][0][1].keys()
+    comp_of = np.empty(k, np.int64)
+    for c, options in enumerate(comps):
+        comp_of[list(options[0][1])] = c
+    # attached groups with no node go with the first unit
+    by_comp = [[] for _ in comps] if comps else [[]]
+    for u, ids in attached:
+        by_comp[comp_of[ids[0]] if ids else 0].append((u, ids))
 
-    def units_of(choice):
-        level, units, base = np.empty(k, np.int64), [], 0
-        for (order, lev) in choice:
-            depth = max(lev.values()) + 1
-            groups = [[] for _ in range(depth)]
-            for v in order:
-                level[v] = base + lev[v]
-                groups[lev[v]].append(nodes[v])
-            units += groups
-            base += depth
-        units = [list(g) for g in units]
-        for u, ids in attached:
+    def units_of(option, groups):
+        order, level = option
+        units = [[] for _ in range(max(level.values()) + 1)]
+        for v in order:
+            units[level[v]].append(nodes[v])
+        for u, ids in groups:
             units[max((level[i] for i in ids), default=0)].append(u)
         return [np.concatenate(g) if g else np.zeros(0, np.int64) for g in units]
 
     def cost(units):
         sizes = [u.size for u in units]
-        m = max(max(sizes), 1)
+        m = max(max(sizes, default=0), 1)
         nb, fill = 1, 0
         for s in sizes:
             if fill + s > m:
@@ -145,14 +150,11 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
             fill += s
         return m, nb * m
 
-    choice = []
-    for options in comps:
-        scored = []
-        for opt in options:
-            trial = units_of(choice + [opt] + [o[0] for o in comps[len(choice) + 1 :]])
-            scored.append((cost(trial), len(scored), opt))
-        choice.append(min(scored, key=lambda t: t[:2])[2])
-    units = units_of(choice)
+    units = []
+    for options, groups in zip(comps, by_comp):
+        units += min((units_of(opt, groups) for opt in options), key=cost)
+    if not comps:
+        units = [np.concatenate([u for u, _ in attached])] if attached else []
     m, size = cost(units)
     slots = np.empty(n, np.int64)
     block, fill = 0, 0

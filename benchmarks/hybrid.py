@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/hybrid.py                        # chains of 10, 30, 100, 300, 1000 bodies
     python benchmarks/hybrid.py --sizes 10,30 --dense-max 30 --steps 20 --joint spherical
+    python benchmarks/hybrid.py --sizes 10,30,100,300,1000 --dense-max 100 --steps 10 --repeats 1  # the README run
 
 Problem: a pendulum chain of ``n`` slender links (0.3 m, 0.5 kg each), hinged end to end by
 revolute joints about y (5 constraint rows each; ``--joint spherical``: ball joints, 3 rows) and to
@@ -23,6 +24,9 @@ and block LU in the body-by-body order of :func:`jaxrod.system.structure.multibo
   should be O(n): the iteration count depends on the motion), failed steps;
 * one Newton linear algebra (build the Jacobian, factor, solve) at the initial state, wall and
   CPU ms, and its compile time: the part of a step that is O(n^3) dense and O(n) structured.
+
+A second table times the parts of one structured iteration (residual, Jacobian, block LU, solve)
+each compiled alone, CPU ms, median of 20 calls (skip with ``--no-parts``).
 
 The host may be shared (2 cores; load average printed at start and end): medians, min in brackets.
 """
@@ -139,6 +143,33 @@ def bench(system, linear_solver, dt, steps, repeats):
     ]
 
 
+def parts(system, dt, repeats=20):
+    """CPU ms (median of ``repeats``) of the pieces of one structured Newton iteration, each
+    compiled on its own: residual, Jacobian (``3 m`` JVPs), block LU, one solve."""
+    ls = multibody_linear_solver(system, dense_below=0)
+    st = system.initial_state()
+    q0 = st.q
+
+    def f(q):
+        return system.residual(0.5 * (q + q0), (q - q0) / dt, 4.0 * (q - q0) / dt**2, 0.0, st.aux)
+
+    def cpu(fn, *args):
+        fn = jax.jit(fn)
+        out = jax.block_until_ready(fn(*args))
+        ts = []
+        for _ in range(repeats):
+            c = time.process_time()
+            jax.block_until_ready(fn(*args))
+            ts.append(time.process_time() - c)
+        return 1e3 * float(np.median(ts)), out
+
+    t_res, _ = cpu(f, q0)
+    t_lin, op = cpu(lambda q: ls.linearize(f, q), q0)
+    t_fac, fac = cpu(lambda o: ls.factor(o), op)
+    t_sol, _ = cpu(lambda fa, b: ls.solve(fa, b), fac, q0)
+    return [f"{t_res:.3f}", f"{t_lin:.3f}", f"{t_fac:.3f}", f"{t_sol:.3f}"]
+
+
 HEADER = [
     "bodies", "unknowns", "solver", "blocks x size", "compile [s]", "wall ms/step", "CPU ms/step",
     "Newton it/step", "Jacobians/step", "CPU ms/iteration", "failed", "Jacobian+factor+solve wall [ms]",
@@ -154,6 +185,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--dt", type=float, default=0.005)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-parts", action="store_true", help="skip the table of the parts of one iteration")
     a = p.parse_args()
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -177,6 +209,16 @@ def main():
             print(table(HEADER, rows[-1:]).splitlines()[-1], flush=True)
     print()
     print(table(HEADER, rows))
+    if not a.no_parts:
+        print("\nParts of one structured Newton iteration, CPU ms (median of 20 calls, each piece compiled alone):\n")
+        head = ["bodies", "unknowns", "residual", "Jacobian (3m JVPs)", "block LU", "solve"]
+        prow = []
+        for n in [int(s) for s in a.sizes.split(",")]:
+            system = pendulum_chain(n, a.joint)
+            prow.append([n, system.n_coordinates] + parts(system, a.dt))
+            print(table(head, prow[-1:]).splitlines()[-1], flush=True)
+        print()
+        print(table(head, prow))
     print(f"\n- load average at end (1/5/15 min): {load()}")
 
 

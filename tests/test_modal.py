@@ -288,3 +288,75 @@ def test_bad_input_messages(der_result):
 
 def _cosserat_model():
     return object.__new__(jaxrod.CosseratModel)
+
+
+# ----------------------------------------------------------------------- jointed systems
+GRAV = 9.81
+
+
+def _link(name, mass, length, start, ic_extra=0.0):
+    """A slender link along -z from ``start`` (inertia about its centre m L^2 / 12 + ic_extra)."""
+    ic = mass * length**2 / 12 + ic_extra
+    return jaxrod.system.RigidBody(name, mass, [ic, ic, 1e-4], position=np.asarray(start) + [0, 0, -length / 2])
+
+
+@pytest.fixture(scope="module")
+def jointed():
+    """Three mechanisms hanging at rest in one system (disconnected, so their frequencies are the
+    union of each one's): a compound pendulum, a double pendulum, and a pendulum hinged by TWO
+    coaxial revolutes (redundant constraint rows); one compiled linearisation."""
+    from jaxrod.system import MultibodySystem, Revolute
+
+    y = [0.0, 1.0, 0.0]
+    bodies = [_link("single", 0.7, 0.4, [0, 0, 0]), _link("upper", 1.0, 0.5, [2, 0, 0]),
+              _link("lower", 0.6, 0.3, [2, 0, -0.5]), _link("twice", 0.5, 0.8, [4, 0, 0])]
+    joints = [Revolute(None, "single", point=[0, 0, 0], axis=y), Revolute(None, "upper", point=[2, 0, 0], axis=y),
+              Revolute("upper", "lower", point=[2, 0, -0.5], axis=y),
+              Revolute(None, "twice", point=[4, -0.1, 0], axis=y), Revolute(None, "twice", point=[4, 0.1, 0], axis=y)]
+    system = MultibodySystem(bodies, joints, gravity=[0, 0, -GRAV])
+    return system, jaxrod.modal(system, system.initial_state())
+
+
+def _pendulum_omega(m, length):
+    return np.sqrt(m * GRAV * length / 2 / (m * length**2 / 3))
+
+
+def _double_pendulum_omegas(m1, l1, m2, l2):
+    """Small oscillations of two slender links in absolute angles: M = [[m1 l1^2/3 + m2 l1^2,
+    m2 l1 l2/2], [., m2 l2^2/3]], K = g diag(m1 l1/2 + m2 l1, m2 l2/2)."""
+    M = np.array([[m1 * l1**2 / 3 + m2 * l1**2, m2 * l1 * l2 / 2], [m2 * l1 * l2 / 2, m2 * l2**2 / 3]])
+    K = GRAV * np.diag([m1 * l1 / 2 + m2 * l1, m2 * l2 / 2])
+    return np.sqrt(np.sort(np.linalg.eigvals(np.linalg.solve(M, K)).real))
+
+
+def test_jointed_system_frequencies(jointed):
+    system, res = jointed
+    expected = np.sort(np.concatenate([[_pendulum_omega(0.7, 0.4)], _double_pendulum_omegas(1.0, 0.5, 0.6, 0.3),
+                                       [_pendulum_omega(0.5, 0.8)]]))
+    # 4 bodies x 6 coordinates - 5 x 5 constraint rows of which 5 are redundant = 4 motions
+    assert res.n_modes == 4
+    np.testing.assert_allclose(np.asarray(res.omega), expected, rtol=1e-9)
+    # modes keep the joints: the hinge points do not move in any mode (x_com + R r_pivot)
+    d = np.asarray(res.displacements)  # (modes, bodies, 3) centre displacements
+    assert np.max(np.abs(d[..., 1])) < 1e-12  # planar mechanisms: nothing moves along the axes
+    assert float(res.equilibrium_residual) < 1e-12
+
+
+def test_jointed_frequency_gradient():
+    """d omega / d mass of a compound pendulum with fixed centroidal inertia Ic: omega^2 =
+    m g d / (Ic + m d^2), differentiated through the traced pivoting path."""
+    from jaxrod.system import MultibodySystem, Revolute
+
+    m, d, ic = 0.7, 0.2, 0.003
+    body = jaxrod.system.RigidBody("p", m, [ic, ic, 1e-4], position=[0, 0, -d])
+    system = MultibodySystem([body], [Revolute(None, "p", point=[0, 0, 0], axis=[0, 1, 0])], gravity=[0, 0, -GRAV])
+
+    def omega(mass):
+        s = eqx.tree_at(lambda s: s.bodies[0].mass, system, mass)
+        return jaxrod.modal(s, s.initial_state()).omega[0]
+
+    value, slope = jax.value_and_grad(omega)(jnp.asarray(m))
+    w = np.sqrt(m * GRAV * d / (ic + m * d**2))
+    dw = 0.5 / w * GRAV * d * ic / (ic + m * d**2) ** 2
+    assert abs(float(value) / w - 1) < 1e-10
+    assert abs(float(slope) / dw - 1) < 1e-8

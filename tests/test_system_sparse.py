@@ -15,7 +15,7 @@ from test_system_multibody import G, SOLVER, _four_bar, _quat_y, _ry, _slender  
 import jaxrod
 from jaxrod.solvers import BlockTridiagonalJacobianSolver, DenseJacobianSolver, PermutedJacobianSolver
 from jaxrod.solvers.ordering import level_layout, prefer_dense
-from jaxrod.system import MultibodySystem, Revolute, RigidBody, Spherical
+from jaxrod.system import MultibodySystem, Revolute, RigidBody, Spherical, Spring
 from jaxrod.system.structure import multibody_layout, multibody_linear_solver
 
 LINK, MASS = 0.3, 0.5
@@ -57,16 +57,21 @@ def _tree(origin):
 @pytest.fixture(scope="module")
 def system():
     parts = [_chain(np.array([0.0, 3.0, 0.0])), _four_bar(), _tree(np.array([0.0, 6.0, 0.0]))]
-    return MultibodySystem(sum((b for b, _ in parts), []), sum((j for _, j in parts), []), gravity=[0, 0, -G])
+    crank, _, rocker = parts[1][0]
+    # a spring across the four-bar couples two bodies no joint joins (one more edge of the graph)
+    spring = Spring("crank", "rocker", point1=crank.position, point2=rocker.position, stiffness=20.0)
+    return MultibodySystem(sum((b for b, _ in parts), []), sum((j for _, j in parts), []), gravity=[0, 0, -G],
+                           forces=[spring])
 
 
 def test_layout_of_chain_loop_and_tree(system):
     lay = multibody_layout(system)
-    # the tree's widest level (two links + two revolutes = 22 unknowns) sets the block size;
-    # chain units (a link and its revolute: 11) are packed two to a block
-    assert lay.block_size == 22
+    # the four-bar with its spring is a triangle: from the crank, one level holds coupler and
+    # rocker with three joints reaching back (2 x 6 + 5 + 5 + 2 = 24 unknowns), the largest unit
+    # (the tree's widest level has 22); chain units (a link and its revolute: 11) go two a block
+    assert lay.block_size == 24
     chain_slots = lay.slots[: 3 * CHAIN : 3]
-    assert np.array_equal(np.sort(chain_slots // 22), np.repeat(np.arange(CHAIN // 2), 2))
+    assert np.array_equal(np.sort(chain_slots // 24), np.repeat(np.arange(CHAIN // 2), 2))
     assert len(np.unique(lay.slots)) == system.n_coordinates
     assert isinstance(system.default_linear_solver(), PermutedJacobianSolver)
     # a star (one hub, 8 leaves) has a single wide level: dense is cheaper and is chosen

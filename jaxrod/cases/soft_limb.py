@@ -80,6 +80,7 @@ from ..calibrate.evaluate import Split, evaluate, point_errors, split_markers
 
 # the command-line options import nothing heavy (the CLI parser uses them)
 from .cli_args import DATA_ENV, DATA_RELPATH
+from .datasets import find_shared_file
 from .cli_args import SOFT_LIMB_DESCRIPTION as DESCRIPTION  # noqa: F401  (re-exported)
 from .cli_args import add_soft_limb_arguments as add_arguments  # noqa: F401  (re-exported)
 
@@ -122,15 +123,7 @@ def find_data_path():
     Looked for, in order: the file named by ``$JAXROD_SOFT_LIMB_DATA``; ``shared/data/dismech-soft-limb/
     soft_limb_data.csv`` below the repository root or any of its ancestors (so ``../shared/data``
     next to a checkout); the same below the current directory or any of its ancestors."""
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env) if Path(env).is_file() else None
-    root = Path(__file__).resolve().parents[2]
-    for base in (root, Path.cwd().resolve()):
-        for d in (base, *base.parents):
-            if (d / DATA_RELPATH).is_file():
-                return d / DATA_RELPATH
-    return None
+    return find_shared_file(DATA_ENV, DATA_RELPATH)
 
 
 def resolve_data_path(path=None) -> Path:

@@ -91,6 +91,17 @@ class AbstractImplicitModel(eqx.Module):
         """
         return r
 
+    def multiplier_mask(self):
+        """Boolean array shaped like ``q``: True for Lagrange-multiplier coordinates, or ``None``.
+
+        A model with algebraic constraints ``g(q) = 0`` (:class:`jaxrod.system.MultibodySystem`)
+        carries integrated multipliers ``mu`` among its coordinates: the constraint force is their
+        velocity ``v_mu`` and their residual rows are the constraints. Analyses that linearise the
+        model at rest (:func:`jaxrod.modal`) need to know which entries these are, because at
+        ``v = 0`` the constraint forces would vanish. Default ``None``: no multipliers.
+        """
+        return None
+
     @abc.abstractmethod
     def observe(self, q, v, aux):
         """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain

@@ -11,6 +11,9 @@ reference values a result is checked against.
 * ``pcs-silicone``, ``pcs-cfrp``: Ishigaki et al.'s PCS scenes, see :mod:`jaxrod.scenes.pcs`.
 * ``network-gripper``: DisMech's active entanglement gripper (five curling fingers with self- and
   finger-finger IMC contact), see :func:`jaxrod.scenes.network.gripper`.
+* ``sleeve-pendulum``: TMTDyn's fabric sleeve (a 3 x 5 DER grid) whose clamps follow a damped
+  rigid pendulum, see :mod:`jaxrod.scenes.sleeve`; ``stiff-flop-passive``: TMTDyn's STIFF-FLOP
+  module as a PCS cantilever under its weight, see :mod:`jaxrod.scenes.stiff_flop`.
 * ``rod-coiling``: a soft rod lowered onto a frictional floor lays down in coils of radius
   ~ the gravito-bending length (Jawed et al., PNAS 2014), see :func:`jaxrod.scenes.contact.rod_coiling`.
 
@@ -39,7 +42,7 @@ _LAZY = {
     "ImplicitMidpoint": ".der",
     "Scene": ".scene",
 }
-_SUBMODULES = ("contact", "der", "network", "pcs", "scene", "till")
+_SUBMODULES = ("contact", "der", "network", "pcs", "scene", "sleeve", "stiff_flop", "till")
 
 __all__ = [
     "BETA_L",
@@ -60,12 +63,14 @@ __all__ = [
     "pcs",
     "scene",
     "scene_info",
+    "sleeve",
+    "stiff_flop",
     "straddled_cantilever_points",
     "till",
 ]
 
 if TYPE_CHECKING:  # static analysers see the eager imports
-    from . import contact, der, network, pcs, scene, till
+    from . import contact, der, network, pcs, scene, sleeve, stiff_flop, till
     from .der import (
         BETA_L,
         ImplicitMidpoint,

@@ -90,6 +90,10 @@ _INFOS = (
               ".network", "two_limb_actuated", dt=0.01, duration=3.0),
     SceneInfo("network-gripper", "DisMech active entanglement gripper: five curling fingers with contact",
               ".network", "gripper", dt=2.5e-3, duration=15.0),
+    SceneInfo("sleeve-pendulum", "TMTDyn fabric sleeve (3 x 5 DER grid) on a damped pendulum released from 85 deg",
+              ".sleeve", "sleeve_pendulum", dt=5e-3, duration=5.0),
+    SceneInfo("stiff-flop-passive", "TMTDyn's STIFF-FLOP module, passive: PCS cantilever bending under its weight",
+              ".stiff_flop", "stiff_flop_passive", dt=2e-3, duration=1.0),
 )
 
 #: Every built-in scene by name, in listing order.

@@ -9,6 +9,7 @@
 
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
+from .forces import AbstractForce, Damper, ForceSet, JointTorque, PDController, PointForce, Spring, TorsionDamper, TorsionSpring  # noqa: E501,I001
 from .modal import ModalResult, modal
 from .multibody import BodyFrames, MultibodySystem
 
@@ -24,3 +25,4 @@ __all__ = [
     "Spherical",
     "modal",
 ]
+__all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501

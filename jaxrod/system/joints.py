@@ -59,6 +59,15 @@ def _check_side(owner, name, value, allow_world):
         raise ValueError(f"{owner}.{name} must be {allowed}, got {value!r}")
 
 
+def _check_bodies(owner, body1, body2):
+    """``body1``: a body name or the world; ``body2``: a body name; not the same body (joints and
+    force elements)."""
+    _check_side(owner, "body1", body1, True)
+    _check_side(owner, "body2", body2, False)
+    if body1 == body2:
+        raise ValueError(f"{owner} connects body {body2!r} to itself; body1 and body2 must differ")
+
+
 class AbstractJoint(eqx.Module):
     """A joint between ``body1`` (a body name, or ``None``/``'world'``) and ``body2`` (a body name).
 
@@ -76,10 +85,7 @@ class AbstractJoint(eqx.Module):
 
     def __check_init__(self):
         owner = type(self).__name__
-        _check_side(owner, "body1", self.body1, True)
-        _check_side(owner, "body2", self.body2, False)
-        if self.body1 == self.body2:
-            raise ValueError(f"{owner} connects body {self.body2!r} to itself; body1 and body2 must differ")
+        _check_bodies(owner, self.body1, self.body2)
         if not isinstance(self.point, jax.core.Tracer):
             p = np.asarray(self.point, float)
             if p.shape != (3,) or not np.all(np.isfinite(p)):

@@ -29,6 +29,17 @@ DOFs (a 1000-node DER rod has ~4000). The lowest frequencies carry an absolute e
 times the largest eigenvalue (a PCS rod's stiff shear and axial modes: ~1e-8 relative on
 ``omega_1``).
 
+Constrained systems (models with Lagrange multipliers, ``model.multiplier_mask()``: joints of
+:class:`~jaxrod.system.MultibodySystem`). At rest the constraint forces ``lambda = v_mu`` of the
+residual vanish, so the static multipliers ``lambda0`` are solved first (least squares on the
+dynamics rows); ``K`` is then taken with ``lambda0`` in place, so it contains the geometric
+stiffness of the constraint forces (all of a pendulum's restoring stiffness). The modes live on
+the linearised constraint manifold ``G dq = 0``: coordinates are partitioned into dependent and
+independent ones (column-pivoted QR of ``G``; redundant constraint rows, e.g. two coaxial hinges,
+are detected by the rank and dropped) and ``M``, ``C``, ``K`` are reduced with ``dq = T dq_i``.
+Mode shapes are returned in the full coordinates (zero on the multipliers); ``free_dofs`` lists
+the non-multiplier free DOFs and the ``*_matrix`` attributes are on those, before the reduction.
+
 Massless DOFs. A DOF whose row and column of ``M`` vanish (a quasi-static coordinate) makes ``M``
 singular; such DOFs are condensed out statically (Guyan: ``dq_s = -K_ss^{-1} K_sm dq_m``, exact
 for the undamped problem, ``C`` projected with the same map) and appear in the mode shapes
@@ -91,7 +102,8 @@ class ModalResult(eqx.Module):
             the damping ratios (and the undamped modes) do not describe the damped motion.
         mass_matrix, damping_matrix, stiffness_matrix: ``(F, F)`` linearised ``M``, ``C``, ``K``
             on the free DOFs (before condensing massless DOFs).
-        free_dofs: ``(F,)`` indices of the free DOFs in ``q.reshape(-1)``.
+        free_dofs: ``(F,)`` indices of the free DOFs in ``q.reshape(-1)`` (without Lagrange
+            multipliers for a constrained model).
         massless_dofs: ``(S,)`` indices (into the free DOFs) condensed out as massless.
         stiffness_asymmetry: ``max|K - K^T| / max|K|`` measured.
         equilibrium_residual: max-norm of the residual ``r(q0, 0, 0, t)`` on the free DOFs (units
@@ -197,13 +209,25 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
     if free.size == 0:
         raise ValueError("modal(): the model has no free DOF (every entry of fixed_mask() is True)")
 
-    lin = _linearise(model, q, state.aux, jnp.asarray(t, dtype=float), jnp.asarray(free))
+    mult = _multiplier_mask(model, q.size)
+    t_arr = jnp.asarray(t, dtype=float)
+    if mult is not None and np.any(mult[free]):
+        mu_idx = free[mult[free]]
+        free = free[~mult[free]]
+        if free.size == 0:
+            raise ValueError("modal(): the model has no free DOF besides its Lagrange multipliers")
+        lin = _linearise_constrained(model, q, state.aux, t_arr, free, mu_idx)
+    else:
+        lin = _linearise(model, q, state.aux, t_arr, jnp.asarray(free))
+        lin["T"] = None
     M, C, K = lin["M"], lin["C"], lin["K"]
     traced = is_traced(M) or is_traced(K)
     massless = np.zeros(0, dtype=int) if is_traced(M) else _massless(np.asarray(M))
-    n_avail = free.size - massless.size
+    n_dof = M.shape[0]  # free DOFs, or the independent motions of a constrained model
+    what = f"{free.size} free DOFs" if lin["T"] is None else f"{n_dof} independent motions"
+    n_avail = n_dof - massless.size
     if n_avail == 0:
-        raise ValueError(f"modal(): all {free.size} free DOFs are massless (dr/da vanishes): there is no mode")
+        raise ValueError(f"modal(): all {what} of the model are massless (dr/da vanishes): there is no mode")
     if n_modes is None:
         n = n_avail
     else:
@@ -211,7 +235,7 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
         if n > n_avail:
             extra = f" minus {massless.size} massless" if massless.size else ""
             raise ValueError(
-                f"modal(): n_modes must be in [1, {n_avail}] (the model's {free.size} free DOFs{extra}), got {n_modes}"
+                f"modal(): n_modes must be in [1, {n_avail}] (the model's {what}{extra}), got {n_modes}"
             )
     asym = lin["asymmetry"]
     if traced:
@@ -224,7 +248,7 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
     else:
         general = bool(float(asym) > symmetry_tol)
     if not is_traced(M):
-        keep = np.setdiff1d(np.arange(free.size), massless)
+        keep = np.setdiff1d(np.arange(n_dof), massless)
         Mm = np.asarray(M)[np.ix_(keep, keep)]
         if not np.all(np.isfinite(Mm)) or np.any(np.linalg.eigvalsh(0.5 * (Mm + Mm.T)) <= 0):
             raise ValueError(
@@ -233,7 +257,8 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
                 "definite inertia on its non-massless free DOFs"
             )
     eig = _eigen(M, C, K, lin["J"], jnp.asarray(massless), n, general)
-    shapes = jnp.zeros((n, q.size), dtype=q.dtype).at[:, free].set(eig["phi"]).reshape((n, *q.shape))
+    phi = eig["phi"] if lin["T"] is None else eig["phi"] @ lin["T"].T  # back from the independent coordinates
+    shapes = jnp.zeros((n, q.size), dtype=q.dtype).at[:, free].set(phi).reshape((n, *q.shape))
     return ModalResult(
         omega=eig["omega"],
         eigenvalues=eig["lam"],
@@ -245,15 +270,134 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
         modal_damping=eig["c"],
         damping_ratio=eig["zeta"],
         damping_coupling=eig["coupling"],
-        mass_matrix=lin["M"],
-        damping_matrix=C,
-        stiffness_matrix=lin["K"],
+        mass_matrix=lin.get("M_full", lin["M"]),
+        damping_matrix=lin.get("C_full", C),
+        stiffness_matrix=lin.get("K_full", lin["K"]),
         free_dofs=jnp.asarray(free),
         massless_dofs=jnp.asarray(massless),
         stiffness_asymmetry=asym,
         equilibrium_residual=lin["r0"],
         state=State(q, jnp.zeros_like(q), state.aux),
     )
+
+
+def _multiplier_mask(model, size):
+    """Flat boolean mask of the model's Lagrange-multiplier coordinates, or ``None``."""
+    fn = getattr(model, "multiplier_mask", None)
+    if fn is None:
+        return None
+    with jax.ensure_compile_time_eval():
+        m = fn()
+    if m is None:
+        return None
+    m = np.asarray(m, dtype=bool).reshape(-1)
+    if m.size != size:
+        raise ValueError(f"modal(): model.multiplier_mask() has {m.size} entries but state.q has {size}")
+    return m
+
+
+def _linearise_constrained(model, q, aux, t, free, mu_idx):
+    """``M, C, K`` of a constrained model on its INDEPENDENT coordinates (the linearised motions
+    that keep the constraints), by coordinate partitioning.
+
+    At rest the model's constraint forces ``lambda = v_mu`` are zero, so the static multipliers
+    are solved first: ``lambda0 = argmin |r_y(q0, 0, 0) + B lambda|`` with ``B = dr_y/dv_mu``
+    (``= G^T``, ``G = dg/dq_y`` the constraint Jacobian). ``K = d r_y / d q_y`` at
+    ``v_mu = lambda0`` then includes the geometric stiffness ``d(G^T lambda0)/dq`` of the
+    constraint forces (a pendulum's whole restoring stiffness), i.e. it is the Hessian of the
+    Lagrangian. The linearised constraints ``G dq = 0`` are solved for ``r`` dependent coordinates
+    (chosen by column-pivoted QR; ``r`` = the rank of ``G``, so redundant constraint rows are
+    dropped): ``dq = T dq_i`` and the reduced matrices are ``T^T M T``, ``T^T C T``, ``T^T K T``.
+    Pivots and rank are chosen on concrete values (inside ``jax.grad`` the constraints are assumed
+    independent and the pivots come from a host callback); ``T`` itself is differentiable.
+    """
+    free_j, mu_j = jnp.asarray(free), jnp.asarray(mu_idx)
+    first = _constraint_blocks(model, q, aux, t, free_j, mu_j)
+    G = first["G"]
+    n_y, n_mu = free.size, mu_idx.size
+    if is_traced(G):
+        rows = np.arange(n_mu)
+
+        def pivots(g):
+            import scipy.linalg
+
+            return scipy.linalg.qr(np.asarray(g), pivoting=True, mode="r")[1][: g.shape[0]].astype(np.int32)
+
+        dep = jax.pure_callback(pivots, jax.ShapeDtypeStruct((n_mu,), jnp.int32), G)
+    else:
+        import scipy.linalg
+
+        Gn = np.asarray(G)
+        scale = max(np.abs(Gn).max(), 1e-300)
+        # independent constraint rows (pivoted QR of G^T), then dependent coordinates among them
+        _, Rr, prow = scipy.linalg.qr(Gn.T, pivoting=True, mode="economic")
+        rank = int(np.sum(np.abs(np.diag(Rr)) > 1e-10 * scale)) if Rr.size else 0
+        rows = np.sort(prow[:rank])
+        if rank == 0:
+            dep = np.zeros(0, dtype=np.int32)
+        else:
+            dep = scipy.linalg.qr(Gn[rows], pivoting=True, mode="r")[1][:rank].astype(np.int32)
+        if rank >= n_y:
+            raise ValueError(
+                f"modal(): the constraints leave no motion ({rank} independent constraint rows on {n_y} "
+                "coordinates): the system is a structure, not a mechanism"
+            )
+    return _reduce_constrained(model, q, aux, t, free_j, mu_j, jnp.asarray(rows), jnp.asarray(dep), first)
+
+
+@eqx.filter_jit
+def _constraint_blocks(model, q, aux, t, free, mu):
+    shape = q.shape
+    q_flat = q.reshape(-1)
+    zero = jnp.zeros_like(q_flat)
+
+    def res(dq, vmu):
+        r = model.residual(q_flat.at[free].add(dq).reshape(shape), zero.at[mu].set(vmu).reshape(shape),
+                           zero.reshape(shape), t, aux).reshape(-1)
+        return r[free], r[mu]
+
+    dq0, vmu0 = jnp.zeros(free.shape[0], q.dtype), jnp.zeros(mu.shape[0], q.dtype)
+    r_y = res(dq0, vmu0)[0]
+    B = jax.jacfwd(lambda v: res(dq0, v)[0])(vmu0)
+    G = jax.jacfwd(lambda d: res(d, vmu0)[1])(dq0)
+    return {"r_y": r_y, "B": B, "G": G}
+
+
+@eqx.filter_jit
+def _reduce_constrained(model, q, aux, t, free, mu, rows, dep, first):
+    shape, n_y = q.shape, free.shape[0]
+    q_flat = q.reshape(-1)
+    zero = jnp.zeros_like(q_flat)
+    B = first["B"][:, rows]
+    lam0 = jnp.linalg.solve(B.T @ B, -B.T @ first["r_y"])
+    v0 = zero.at[mu[rows]].set(lam0)
+
+    def r_free(z):
+        dq, dv, da = z[:n_y], z[n_y : 2 * n_y], z[2 * n_y :]
+        r = model.residual(q_flat.at[free].add(dq).reshape(shape), v0.at[free].add(dv).reshape(shape),
+                           zero.at[free].set(da).reshape(shape), t, aux)
+        return r.reshape(-1)[free]
+
+    z0 = jnp.zeros(3 * n_y, dtype=q.dtype)
+    jac = jax.jacfwd(r_free)(z0)
+    K, C, M = jac[:, :n_y], jac[:, n_y : 2 * n_y], jac[:, 2 * n_y :]
+    G = first["G"][rows]
+    n_i = n_y - dep.shape[0]
+    is_dep = jnp.zeros(n_y, bool).at[dep].set(True)
+    ind = jnp.nonzero(~is_dep, size=n_i)[0]
+    T = jnp.zeros((n_y, n_i), q.dtype).at[ind, jnp.arange(n_i)].set(1.0)
+    T = T.at[dep].set(-jnp.linalg.solve(G[:, dep], G[:, ind]))
+
+    def positions(dq):
+        return model.observe(q_flat.at[free].add(dq).reshape(shape), jnp.zeros_like(q), aux)["positions"].reshape(-1)
+
+    J = jax.jacfwd(positions)(jnp.zeros(n_y, q.dtype))
+    Kr = T.T @ K @ T
+    kmax = jnp.max(jnp.abs(Kr))
+    asym = jnp.max(jnp.abs(Kr - Kr.T)) / jnp.where(kmax > 0, kmax, 1.0)
+    return {"M": T.T @ M @ T, "C": T.T @ C @ T, "K": Kr, "J": J @ T, "T": T, "M_full": M, "C_full": C,
+            "K_full": K, "r0": jnp.max(jnp.abs(r_free(z0))), "asymmetry": asym,
+            "x0": positions(jnp.zeros(n_y, q.dtype)).reshape(-1, 3)}
 
 
 def _massless(M):

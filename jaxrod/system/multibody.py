@@ -64,6 +64,8 @@ coefficient (``AverageVectorField`` (default), ``ImplicitMidpoint``, ``BackwardE
 that solve for a consistent initial acceleration (``NewmarkBeta()``, ``BDF2``, ``Trapezoid``: the
 multiplier rows do not involve the acceleration), and :func:`~jaxrod.solve_static` (at zero
 velocity the multipliers vanish; a static solve needs the multipliers as coordinates).
+:func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
+modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ import numpy as np
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix, unskew
 from ..models.base import AbstractImplicitModel, State
 from .bodies import RigidBody
+from .forces import ForceSet
 from .joints import AbstractJoint
 from .structure import multibody_linear_solver
 
@@ -107,6 +110,10 @@ class MultibodySystem(AbstractImplicitModel):
         loads: ``None`` or a function ``t [s] -> (forces (n_bodies, 3) [N], torques (n_bodies, 3)
             [N m])``, world frame, forces at the centres of mass, added to the bodies' constant
             ``force``/``torque`` (static: a new function compiles a new program).
+        forces: sequence of force elements (:mod:`jaxrod.system.forces`: springs, dampers,
+            inputs, controllers), held in :attr:`forces` (a :class:`~jaxrod.system.forces.ForceSet`,
+            grouped by type like the joints): springs add their energy, dampers and inputs their
+            generalised forces (virtual work at the stage point).
 
     Attributes (besides the arguments): ``anchors`` ``(n_joints, 2, 3)`` the joint point in the
     frames of body 1 and body 2 [m] (world coordinates for the world side); ``joint_frames``
@@ -127,8 +134,9 @@ class MultibodySystem(AbstractImplicitModel):
     groups: tuple
     group_members: tuple = eqx.field(static=True)
     joint_bodies: tuple = eqx.field(static=True)
+    forces: ForceSet
 
-    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None):
+    def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=()):
         bodies, joints = tuple(bodies), tuple(joints)
         if not bodies:
             raise ValueError("MultibodySystem.bodies must contain at least one RigidBody, got none")
@@ -184,6 +192,7 @@ class MultibodySystem(AbstractImplicitModel):
         self.anchors = jnp.stack(anchors) if anchors else jnp.zeros((0, 2, 3))
         self.joint_frames = jnp.stack(frames) if frames else jnp.zeros((0, 2, 3, 3))
         self.groups, self.group_members = _group_joints(joints)
+        self.forces = ForceSet(forces, bodies)
 
     # ---- sizes and packing ------------------------------------------------------------------------
     @property
@@ -292,6 +301,7 @@ class MultibodySystem(AbstractImplicitModel):
         Jw = jnp.einsum("bij,bj->bi", J, omega)
         tau = jnp.einsum("bij,bj->bi", J, alpha) + jnp.cross(omega, Jw) - jnp.einsum("bji,bj->bi", R, tau_app)
         tau = tau + jax.grad(self._dissipation, argnums=2)(x, R, omega)
+        force_work = self.forces.work(x, R, xd, omega, t)
 
         def virtual_work(qq):
             # the rotation rows: d/dpsi of tau . (body-frame rotation away from R) = T^T tau
@@ -299,7 +309,8 @@ class MultibodySystem(AbstractImplicitModel):
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
             g = self.constraints(xx, RR)
-            return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + self.joint_potential(xx, RR, t) + lam @ g, g
+            joints = self.joint_potential(xx, RR, t) + lam @ g
+            return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + joints + force_work(xx, RR), g
 
         # g comes back as the value at qq = q: one traced constraint evaluation serves both uses
         r, g = jax.grad(virtual_work, has_aux=True)(q)
@@ -316,8 +327,8 @@ class MultibodySystem(AbstractImplicitModel):
         return jnp.swapaxes(frames, -1, -2)
 
     def energy(self, positions, frames, v, t=0.0):
-        """Kinetic + gravitational + joint-spring energy [J] (minus the work of joint input
-        torques) from observed ``positions`` ``(n_bodies, 3)``, ``frames`` ``(n_bodies, 3, 3)``
+        """Kinetic + gravitational + joint-spring + force-element spring energy [J] (minus the
+        work of joint input torques) from observed ``positions`` ``(n_bodies, 3)``, ``frames`` ``(n_bodies, 3, 3)``
         and velocities ``v`` (flat, like ``q``); batched over leading axes of all three."""
         return jnp.vectorize(
             lambda x, F, vv: self._energy(x, self._rotations_from_frames(F), vv, t), signature="(b,i),(b,i,j),(n)->()"
@@ -327,7 +338,7 @@ class MultibodySystem(AbstractImplicitModel):
         xd, omega, _ = self.unpack(v)
         m, J = self.masses(), self.inertias()
         kin = 0.5 * jnp.sum(m * jnp.sum(xd**2, -1)) + 0.5 * jnp.sum(omega * jnp.einsum("bij,bj->bi", J, omega))
-        return kin - jnp.sum(m * (x @ self.gravity)) + self.joint_potential(x, R, t)
+        return kin - jnp.sum(m * (x @ self.gravity)) + self.joint_potential(x, R, t) + self.forces.potential(x, R)
 
     def angular_momentum(self, positions, frames, v):
         """World-frame angular momentum about the origin [kg m^2/s]; batched like :meth:`energy`."""
@@ -383,6 +394,11 @@ class MultibodySystem(AbstractImplicitModel):
         _, psi, _ = self.unpack(q)
         quat = quat_multiply(aux.quat, quat_from_axis_angle(psi - aux.psi))
         return BodyFrames(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True), psi)
+
+    def multiplier_mask(self):
+        """``(n_coordinates,)`` True on the integrated multipliers ``mu`` (see
+        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        return np.arange(self.n_coordinates) >= 6 * self.n_bodies
 
     def default_linear_solver(self):
         # block tridiagonal in a body-by-body order (O(n) per Newton iteration); dense when small

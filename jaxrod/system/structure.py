@@ -11,7 +11,7 @@ that block LU costs more than dense LU (wide trees), use the dense solver (measu
 ``benchmarks/hybrid.py``, :data:`DENSE_BELOW`).
 
 Any element that couples two bodies (a joint, a spring between two points) must appear in
-:func:`coupled_body_pairs`: an entry of the Jacobian outside the block pattern is silently
+:func:`coupled_body_pairs` (joints and force elements do): an entry of the Jacobian outside the block pattern is silently
 aliased into another (wrong Newton steps and gradients); ``tests/test_system_sparse.py`` checks
 the pattern against the dense Jacobian.
 """
@@ -28,8 +28,9 @@ DENSE_BELOW = 60
 
 
 def coupled_body_pairs(system):
-    """``(i, j)`` body index pairs whose residual rows depend on each other's coordinates."""
-    return [p for p in system.body_index if min(p) >= 0]
+    """``(i, j)`` body index pairs whose residual rows depend on each other's coordinates: those
+    of every joint and every force element (:mod:`jaxrod.system.forces`) between two bodies."""
+    return [p for p in tuple(system.body_index) + tuple(system.forces.ends) if min(p) >= 0]
 
 
 def multibody_layout(system):

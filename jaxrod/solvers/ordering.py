@@ -167,8 +167,8 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
 
 
 def prefer_dense(n: int, layout: Layout, dense_below: int) -> bool:
-    """Whether a dense Jacobian is the better choice: fewer than ``dense_below`` unknowns
-    (measured: the dense path is faster there), or at most two blocks (no structure left), or
-    block LU work ``n_blocks m^3`` above the dense ``n^3 / 3``."""
+    """Whether a dense Jacobian is the better choice: fewer than ``dense_below`` unknowns, or at
+    most two blocks (no structure left), or block LU work ``n_blocks m^3`` above the dense
+    ``n^3 / 3`` (a flop count, not a measured crossover)."""
     m, nb = layout.block_size, layout.n_blocks
     return n < dense_below or nb <= 2 or nb * m**3 > n**3 / 3

@@ -7,8 +7,8 @@ chain of ``n`` bodies becomes ``n`` blocks of ``6 + rows per joint`` unknowns (t
 joint to its predecessor), a closed loop blocks of two bodies; the Jacobian is built with ``3 m``
 JVPs (``m`` the block size, independent of ``n``) and factored by block LU, so a Newton
 iteration costs ``O(n)``. Small systems, and systems whose widest BFS level makes blocks so big
-that block LU costs more than dense LU (wide trees), use the dense solver (measured crossover in
-``benchmarks/hybrid.py``, :data:`DENSE_BELOW`).
+that block LU costs more than dense LU (wide trees), use the dense solver (:data:`DENSE_BELOW`,
+:func:`~jaxrod.solvers.ordering.prefer_dense`).
 
 Any element that couples two bodies (a joint, a spring between two points) must appear in
 :func:`coupled_body_pairs` (joints and force elements do): an entry of the Jacobian outside the block pattern is silently
@@ -23,7 +23,9 @@ import numpy as np
 from ..solvers.jacobian import BlockTridiagonalJacobianSolver, DenseJacobianSolver, PermutedJacobianSolver
 from ..solvers.ordering import level_layout, prefer_dense
 
-#: Systems with fewer unknowns than this use the dense Jacobian (measured, benchmarks/hybrid.py).
+#: Systems with fewer unknowns than this use the dense Jacobian. Measured (benchmarks/hybrid.py):
+#: structured is already 2.5x cheaper per step at 110 unknowns (10 links); the crossover below
+#: that was not measured, so one- and two-body systems (the common small cases) stay dense.
 DENSE_BELOW = 60
 
 

@@ -8,8 +8,10 @@
 from jaxrod.solvers.jacobian import (
     AbstractJacobianSolver,
     BandedJacobianSolver,
+    BlockTridiagonalJacobianSolver,
     DenseJacobianSolver,
     DenseLU,
+    PermutedJacobianSolver,
 )
 from jaxrod.solvers.linear import (
     BlockTridiagonal,
@@ -25,10 +27,12 @@ __all__ = [
     "BandedJacobianSolver",
     "BlockTridiagonal",
     "BlockTridiagonalFactorization",
+    "BlockTridiagonalJacobianSolver",
     "DenseJacobianSolver",
     "DenseLU",
     "NewtonResult",
     "NewtonSolver",
+    "PermutedJacobianSolver",
     "block_tridiagonal_factor",
     "block_tridiagonal_solve",
     "block_tridiagonal_solve_transpose",

@@ -12,6 +12,10 @@ A strategy is a small :class:`equinox.Module` (its configuration is static) with
 * :class:`DenseJacobianSolver`: ``jax.jacfwd`` (n JVPs) and dense LU. Cheapest for small n.
 * :class:`BandedJacobianSolver`: ``lower + upper + 1`` JVPs by column colouring, block-tridiagonal
   storage and block LU (:mod:`jaxrod.solvers.linear`); O(n) for fixed bandwidth.
+* :class:`BlockTridiagonalJacobianSolver`: ``3 m`` JVPs for a matrix that is block tridiagonal
+  with blocks of size ``m`` (a chain of coupled groups of unknowns), same storage and block LU.
+* :class:`PermutedJacobianSolver`: any of the above applied to a reordered (and padded) copy of
+  the unknowns, e.g. a multibody system laid out body by body (:mod:`jaxrod.system.structure`).
 
 All methods work under ``jit`` and ``vmap``; ``solve`` and ``solve_transpose`` are
 differentiable in forward and reverse mode with respect to ``b`` and to the operator.
@@ -39,7 +43,9 @@ from jaxrod.solvers.linear import (
 __all__ = [
     "AbstractJacobianSolver",
     "BandedJacobianSolver",
+    "BlockTridiagonalJacobianSolver",
     "DenseJacobianSolver",
+    "PermutedJacobianSolver",
     "DenseLU",
 ]
 
@@ -126,15 +132,16 @@ class DenseJacobianSolver(AbstractJacobianSolver):
         return op @ v
 
 
-def _band_gather_indices(n: int, lower: int, upper: int, m: int):
+def _band_gather_indices(n: int, lower: int, upper: int, m: int, colours: int | None = None):
     """Trace-time gather plan from the colour-compressed Jacobian to block-tridiagonal blocks.
 
-    With ``c = min(lower + upper + 1, n)`` colours, ``C[k, i] = J[i, j]`` for the unique in-band
+    With ``c = min(colours, n)`` colours (default ``lower + upper + 1``: any ``c`` consecutive
+    columns may share a row; ``3 m`` when only the three blocks around the diagonal are nonzero), ``C[k, i] = J[i, j]`` for the unique in-band
     column ``j`` of row ``i`` with ``j % c == k``. Returns ``idx (3, nb, m, m)`` into
     ``concat(C.ravel(), [0])`` (out-of-band / out-of-range entries point at the trailing zero)
     and ``eye (nb, m, m)``, the identity on padding rows, for the diagonal blocks.
     """
-    c = min(lower + upper + 1, n)
+    c = min(lower + upper + 1 if colours is None else colours, n)
     nb = -(-n // m)
     kb = np.arange(nb)[:, None, None]
     r = np.arange(m)[None, :, None]
@@ -149,7 +156,41 @@ def _band_gather_indices(n: int, lower: int, upper: int, m: int):
     return c, np.stack(idx).astype(np.int32), pad_eye
 
 
-class BandedJacobianSolver(AbstractJacobianSolver):
+def _coloured_blocks(f, x, linear, plan) -> BlockTridiagonal:
+    """Block-tridiagonal Jacobian of ``f`` at ``x`` from one JVP per colour of ``plan``
+    (:func:`_band_gather_indices`), all in one ``vmap``."""
+    c, idx, pad_eye = plan
+    n = x.shape[-1]
+    seeds = jnp.asarray(np.arange(n)[None, :] % c == np.arange(c)[:, None], x.dtype)
+    if linear:
+        compressed = jax.vmap(f)(seeds)  # (c, n)
+    else:
+        compressed = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
+    flat = jnp.concatenate([compressed.reshape(-1), jnp.zeros((1,), compressed.dtype)])
+    blocks = flat[idx]
+    return BlockTridiagonal(blocks[0], blocks[1] + jnp.asarray(pad_eye, compressed.dtype), blocks[2], n)
+
+
+class _BlockTridiagonalOps(AbstractJacobianSolver):
+    """Factor, solves, diagonal and matvec of a :class:`BlockTridiagonal` operator."""
+
+    def factor(self, op: BlockTridiagonal) -> BlockTridiagonalFactorization:
+        return block_tridiagonal_factor(op)
+
+    def solve(self, fac: BlockTridiagonalFactorization, b) -> Array:
+        return block_tridiagonal_solve(fac, b)
+
+    def solve_transpose(self, fac: BlockTridiagonalFactorization, b) -> Array:
+        return block_tridiagonal_solve_transpose(fac, b)
+
+    def diagonal(self, op: BlockTridiagonal) -> Array:
+        return op.diagonal()
+
+    def matvec(self, op: BlockTridiagonal, v) -> Array:
+        return op.matvec(v)
+
+
+class BandedJacobianSolver(_BlockTridiagonalOps):
     """Banded Jacobian via column colouring, stored and factored block-tridiagonally.
 
     ``J[i, j] == 0`` for ``i - j > lower`` or ``j - i > upper`` is assumed, not checked: entries
@@ -182,30 +223,83 @@ class BandedJacobianSolver(AbstractJacobianSolver):
         """``(n,) -> BlockTridiagonal`` using ``min(lower + upper + 1, n)`` JVPs (one ``vmap``);
         ``linear=True``: ``f`` is linear and is applied to the seeds directly."""
         n = x.shape[-1]
-        m = self._block_size(n)
-        c, idx, pad_eye = _band_gather_indices(n, self.lower, self.upper, m)
-        seeds = jnp.asarray(np.arange(n)[None, :] % c == np.arange(c)[:, None], x.dtype)
-        if linear:
-            compressed = jax.vmap(f)(seeds)  # (c, n)
-        else:
-            compressed = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
-        flat = jnp.concatenate([compressed.reshape(-1), jnp.zeros((1,), compressed.dtype)])
-        blocks = flat[idx]
-        return BlockTridiagonal(
-            blocks[0], blocks[1] + jnp.asarray(pad_eye, compressed.dtype), blocks[2], n
-        )
+        return _coloured_blocks(f, x, linear, _band_gather_indices(n, self.lower, self.upper, self._block_size(n)))
 
-    def factor(self, op: BlockTridiagonal) -> BlockTridiagonalFactorization:
-        return block_tridiagonal_factor(op)
 
-    def solve(self, fac: BlockTridiagonalFactorization, b) -> Array:
-        return block_tridiagonal_solve(fac, b)
+class BlockTridiagonalJacobianSolver(_BlockTridiagonalOps):
+    """Jacobian that is block tridiagonal with square blocks of ``block_size`` rows: row block
+    ``k`` depends only on column blocks ``k - 1, k, k + 1``. Built from ``3 block_size`` JVPs
+    (column ``j`` in colour ``j mod 3 block_size``), whatever ``n``; stored and factored like
+    :class:`BandedJacobianSolver` (block LU without pivoting between blocks: each leading block
+    principal submatrix must be nonsingular). The band holding the same matrix has half-bandwidth
+    ``2 m - 1``: :class:`BandedJacobianSolver` would need ``4 m - 1`` JVPs and blocks of size
+    ``2 m - 1`` (8 times the work per block, half as many blocks).
 
-    def solve_transpose(self, fac: BlockTridiagonalFactorization, b) -> Array:
-        return block_tridiagonal_solve_transpose(fac, b)
+    Entries outside the three block diagonals are assumed zero, not checked (they alias).
+    """
 
-    def diagonal(self, op: BlockTridiagonal) -> Array:
-        return op.diagonal()
+    block_size: int = eqx.field(static=True)
 
-    def matvec(self, op: BlockTridiagonal, v) -> Array:
-        return op.matvec(v)
+    def __check_init__(self):
+        if not isinstance(self.block_size, int) or self.block_size < 1:
+            raise ValueError(f"BlockTridiagonalJacobianSolver.block_size must be an int >= 1, got {self.block_size!r}")
+
+    def linearize(self, f, x, *, linear: bool = False) -> BlockTridiagonal:
+        n = x.shape[-1]
+        m = min(self.block_size, n)
+        return _coloured_blocks(f, x, linear, _band_gather_indices(n, 2 * m - 1, 2 * m - 1, m, colours=3 * m))
+
+
+class PermutedJacobianSolver(AbstractJacobianSolver):
+    """``inner`` applied to the unknowns in another order, with padding unknowns added.
+
+    The model's residual and state layout stay as they are; this solver sees the residual
+    ``g(y) = P f(P^T y) + (I - P P^T) y`` of ``y`` (``(N,)``, ``N >= n``), where ``P`` puts
+    unknown ``i`` at position ``slots[i]`` and every position no unknown occupies is a padding
+    unknown with the identity row (so groups of unknowns can be aligned to uniform blocks). Then
+    ``dg/dy = P J P^T + (I - P P^T)``: solves, transposed solves (implicit differentiation), the
+    diagonal and matvecs of ``J`` are those of ``inner`` permuted back.
+
+    Attributes:
+        slots: ``(n,)`` distinct positions in ``[0, N)`` (an int array).
+        padding: ``(N,)`` 1.0 where no unknown sits, 0.0 elsewhere.
+        inner: the solver of the reordered problem (e.g. :class:`BlockTridiagonalJacobianSolver`).
+    """
+
+    slots: Array
+    padding: Array
+    inner: AbstractJacobianSolver
+
+    def __init__(self, slots, size: int, inner: AbstractJacobianSolver):
+        s = np.asarray(slots)
+        if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or len(np.unique(s)) != s.size:
+            raise ValueError(f"PermutedJacobianSolver.slots must be distinct integers, got {s!r}")
+        if s.size and (s.min() < 0 or s.max() >= size):
+            raise ValueError(f"PermutedJacobianSolver.slots must lie in [0, size={size}), got [{s.min()}, {s.max()}]")
+        pad = np.ones(size)
+        pad[s] = 0.0
+        self.slots, self.padding, self.inner = jnp.asarray(s, jnp.int32), jnp.asarray(pad), inner
+
+    def _scatter(self, v):
+        return jnp.zeros(self.padding.shape, v.dtype).at[self.slots].set(v)
+
+    def linearize(self, f, x, *, linear: bool = False):
+        def g(y):
+            return self._scatter(f(y[self.slots])) + self.padding.astype(y.dtype) * y
+
+        return self.inner.linearize(g, self._scatter(x), linear=linear)
+
+    def factor(self, op):
+        return self.inner.factor(op)
+
+    def solve(self, fac, b) -> Array:
+        return self.inner.solve(fac, self._scatter(b))[self.slots]
+
+    def solve_transpose(self, fac, b) -> Array:
+        return self.inner.solve_transpose(fac, self._scatter(b))[self.slots]
+
+    def diagonal(self, op) -> Array:
+        return self.inner.diagonal(op)[self.slots]
+
+    def matvec(self, op, v) -> Array:
+        return self.inner.matvec(op, self._scatter(v))[self.slots]

@@ -101,10 +101,10 @@ import numpy as np
 
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix, unskew
 from ..models.base import AbstractImplicitModel, State
-from ..solvers.jacobian import DenseJacobianSolver
 from .bodies import RigidBody
 from .forces import ForceSet
 from .joints import AbstractJoint
+from .structure import multibody_linear_solver
 
 
 class RedundantConstraintWarning(UserWarning):
@@ -555,7 +555,8 @@ class MultibodySystem(AbstractImplicitModel):
         return np.arange(self.n_coordinates) >= 6 * self.n_bodies
 
     def default_linear_solver(self):
-        return DenseJacobianSolver()
+        # block tridiagonal in a body-by-body order (O(n) per Newton iteration); dense when small
+        return multibody_linear_solver(self)
 
     def initial_state(self):
         x0 = jnp.stack([b.position for b in self.bodies])

@@ -24,3 +24,5 @@ __all__ = [
     "Spherical",
     "modal",
 ]
+from .hybrid import HybridSystem, RodClamp, RodPin  # noqa: E402  rods attached to bodies (issue 14 item 2)
+__all__ += ["HybridSystem", "RodClamp", "RodPin"]

@@ -130,7 +130,8 @@ def test_tip_body_static_deflection_and_clamp(tip_bodies):
 
 def test_multipliers_are_the_clamp_forces(tip_bodies):
     """Over whole periods the tip clamp of body 'a' carries its weight: the mean of the vertical
-    rows of its multiplier (rod on body) is -M g; the world clamp carries M g + the rod weight."""
+    rows of its multiplier (force of the rod on the body) is +M g (up); the rod pulls the world clamp
+    down by M g + its own weight."""
     system, traj, period = tip_bodies
     lam = np.asarray(system.multipliers(traj.q, traj.dt))
     rows = system.attachment_rows()
@@ -140,7 +141,7 @@ def test_multipliers_are_the_clamp_forces(tip_bodies):
     fz_tip = (tip[:n, 2] + tip[:n, 5]).mean()
     fz_root = (root[:n, 2] + root[:n, 5]).mean()
     m_rod = RHO * np.pi * RADIUS**2 * LENGTH * (N_NODES - 1) / (N_NODES - 2)  # nodes span L + dl
-    assert abs(fz_tip / (-TIP_MASS * G) - 1) < 2e-2, fz_tip
+    assert abs(fz_tip / (TIP_MASS * G) - 1) < 2e-2, fz_tip  # the rod holds the body up
     assert abs(fz_root / (-(TIP_MASS + m_rod) * G) - 1) < 2e-2, fz_root
 
 
@@ -171,8 +172,9 @@ def pendulums():
         joints=[Revolute(None, "hub", point=hub_at, axis=(0.0, 1.0, 0.0))],
         attachments=[RodPin(0, 0), RodClamp(1, 0, "hub")], gravity=(0.0, 0.0, -G),
     )
-    omega = np.sqrt(1.5 * G / PEND_L)
-    dt = 2 * np.pi / omega / 100
+    m = 1000.0 * np.pi * 0.01**2 * PEND_L
+    omega = [np.sqrt(G * m * PEND_L / 2 / (m * PEND_L**2 / 3 + J)) for J in (0.0, HUB_J)]
+    dt = 2 * np.pi / omega[0] / 100
     traj = jaxrod.simulate(system, dt=dt, n_steps=250, solver=SOLVER, fallback=False)
     s_pin = np.linalg.norm(np.asarray(pinned.rest_positions), axis=1)
     s_clamp = (np.asarray(clamped.rest_positions) - hub_at) @ np.asarray(d)
@@ -191,21 +193,22 @@ def test_rod_pendulums_swing_at_the_compound_frequency(pendulums):
         # amplitude (1 + theta0^2/16) and midpoint-rule (1 + (w dt)^2/12) period corrections
         expected = 2 * np.pi / w_lumped * (1 + THETA0**2 / 16) * (1 + (w_lumped * dt) ** 2 / 12)
         assert abs(period / expected - 1) < 1e-3, (j, period, expected)
-        # the lumped rod is within 1.5 % of the continuous rod, omega^2 = 3 g / (2 L)
-        assert abs(w_lumped / omega - 1) < 1.5e-2
+        # the lumped 5-edge rods vs the continuous rods, omega^2 = g (m L/2) / (m L^2/3 + J):
+        # -1.0 % pinned, -1.8 % clamped (the cantilever geometry puts a ghost half edge behind the hinge)
+        assert abs(w_lumped / omega[j] - 1) < 2e-2, (j, w_lumped, omega[j])
     # the pin holds node 0 at the origin (saved data)
     assert np.abs(np.asarray(system.rod_positions(traj.positions, 0))[:, 0]).max() < 1e-10
 
 
 # ---------------------------------------------------------------------- Stewart-Gough plate
 SG_L, SG_R, SG_RADIUS, SG_E = 0.2, 0.1, 0.002, 2e9
-SG_FORCE = np.array([0.05, 0.0, -5.0])  # N on the plate: lateral and axial
+# two load cases on one compiled program (the force is an array leaf): lateral, and axial. Combined,
+# the compression would soften the lateral stiffness (27 % of the rods' buckling load: measured
+# -24 %), a beam-column effect, not what these closed forms describe.
+SG_FORCES = (np.array([0.05, 0.0, 0.0]), np.array([0.0, 0.0, -5.0]))  # N on the plate
 
 
-@pytest.fixture(scope="module")
-def stewart():
-    """Three vertical rods clamped to the world at the bottom and to one plate at the top; a
-    constant force on the plate; 4 backward-Euler steps much longer than every period (statics)."""
+def _stewart(force):
     rods, att = [], []
     for k in range(3):
         a = 2 * np.pi * k / 3
@@ -214,39 +217,56 @@ def stewart():
                                        youngs_modulus=SG_E, density=1000.0, radius=SG_RADIUS)
         rods.append(jaxrod.DERModel(rod))
         att += [RodClamp(k, 0), RodClamp(k, -1, "plate")]
-    plate = RigidBody("plate", 0.5, [1.25e-3, 1.25e-3, 2.5e-3], position=(0.0, 0.0, SG_L), force=SG_FORCE)
-    system = HybridSystem(rods, [plate], attachments=att)
-    traj = jaxrod.simulate(system, dt=10.0, n_steps=4, scheme=jaxrod.BackwardEuler(), solver=SOLVER,
-                           fallback=False)
-    return system, traj
+    plate = RigidBody("plate", 0.5, [1.25e-3, 1.25e-3, 2.5e-3], position=(0.0, 0.0, SG_L), force=force)
+    return HybridSystem(rods, [plate], attachments=att)
+
+
+@pytest.fixture(scope="module")
+def stewart():
+    """Three vertical rods clamped to the world at the bottom and to one plate at the top; a
+    constant force on the plate; 4 backward-Euler steps much longer than every period (statics)."""
+    # mu = dt lambda is large at these steps: an absolute tolerance of 1e-12 is below its round-off
+    solver = jaxrod.NewtonSolver(rtol=0.0, atol=1e-9)
+    out = []
+    for force in SG_FORCES:
+        system = _stewart(force)
+        out.append((system, jaxrod.simulate(system, dt=10.0, n_steps=4, scheme=jaxrod.BackwardEuler(),
+                                            solver=solver, fallback=False)))
+    return out
 
 
 def test_stewart_plate_stiffness(stewart):
-    """Lateral: three fixed-guided beams, k = 3 * 12 EI / L^3. Axial: three bars whose stretchable
+    """Lateral: three fixed-guided beams. Euler-Bernoulli gives k = 3 * 12 EI / L^3; DER with 4
+    edges between the clamps (lateral node offsets 0, 0, a, d - a, d, d; bending energy
+    sum EI kappa_i^2 / (2 dl), kappa_i the second differences / dl) gives a = 0.3 d and
+    k = 3 * 0.2 EI / dl^3 = 3 * 12.8 EI / L^3 (6.7 % stiffer). Axial: three bars whose stretchable
     length is L - dl (the clamped end edges are rigid, as in a DER clamp), k = 3 EA / (L - dl)."""
-    system, traj = stewart
-    assert bool(np.all(traj.stats.converged))
-    d = np.asarray(system.body_positions(traj.positions))[-1, 0] - np.array([0.0, 0.0, SG_L])
+    (lat_sys, lat), (ax_sys, ax) = stewart
     EI = SG_E * np.pi * SG_RADIUS**4 / 4
     EA = SG_E * np.pi * SG_RADIUS**2
     dl = SG_L / 4
-    assert abs(d[0] / (SG_FORCE[0] * SG_L**3 / (36 * EI)) - 1) < 1e-2, d
-    assert abs(d[2] / (SG_FORCE[2] * (SG_L - dl) / (3 * EA)) - 1) < 1e-3, d
-    assert abs(d[1]) < 1e-3 * abs(d[0])
-    R = _rotations(system.body_frames(traj.frames))[-1, 0]
-    assert np.abs(R - np.eye(3)).max() < 1e-2 * abs(d[0]) / SG_L  # no tilt or yaw by symmetry
+    home = np.array([0.0, 0.0, SG_L])
+    d = np.asarray(lat_sys.body_positions(lat.positions))[-1, 0] - home
+    assert abs(d[0] / (SG_FORCES[0][0] / (3 * 0.2 * EI / dl**3)) - 1) < 2e-3, d
+    assert abs(d[0] / (SG_FORCES[0][0] * SG_L**3 / (36 * EI)) - 1) < 8e-2, d  # vs Euler-Bernoulli
+    assert abs(d[1]) < 1e-3 * abs(d[0]) and abs(d[2]) < 1e-2 * abs(d[0])
+    R = _rotations(lat_sys.body_frames(lat.frames))[-1, 0]
+    assert np.abs(R - np.eye(3)).max() < 1e-2 * abs(d[0]) / SG_L  # no tilt or yaw (symmetry, stiff bars)
+    dz = np.asarray(ax_sys.body_positions(ax.positions))[-1, 0] - home
+    assert abs(dz[2] / (SG_FORCES[1][2] * (SG_L - dl) / (3 * EA)) - 1) < 1e-3, dz
+    assert bool(np.all(lat.stats.converged)) and bool(np.all(ax.stats.converged))
 
 
 def test_stewart_clamp_forces_balance_the_load(stewart):
     """The plate is at rest: the forces the three rods exert on it (multiplier rows of the top
-    clamps) sum to minus the applied force; the world clamps carry the same load."""
-    system, traj = stewart
-    lam = np.asarray(system.multipliers(traj.q, traj.dt))[-1]
-    rows = system.attachment_rows()
-    top = sum(lam[rows[2 * k + 1]][:3] + lam[rows[2 * k + 1]][3:6] for k in range(3))
-    bottom = sum(lam[rows[2 * k]][:3] + lam[rows[2 * k]][3:6] for k in range(3))
-    np.testing.assert_allclose(top, -SG_FORCE, atol=1e-6 * np.abs(SG_FORCE).max())
-    np.testing.assert_allclose(bottom, SG_FORCE, atol=1e-6 * np.abs(SG_FORCE).max())
+    clamps) sum to minus the applied force; the rods pull the world clamps with the load."""
+    for (system, traj), force in zip(stewart, SG_FORCES):
+        lam = np.asarray(system.multipliers(traj.q, traj.dt))[-1]
+        rows = system.attachment_rows()
+        top = sum(lam[rows[2 * k + 1]][:3] + lam[rows[2 * k + 1]][3:6] for k in range(3))
+        bottom = sum(lam[rows[2 * k]][:3] + lam[rows[2 * k]][3:6] for k in range(3))
+        np.testing.assert_allclose(top, -force, atol=1e-6 * np.abs(force).max())
+        np.testing.assert_allclose(bottom, force, atol=1e-6 * np.abs(force).max())
 
 
 # -------------------------------------------------------------------------------- gradients

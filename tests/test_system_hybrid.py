@@ -100,7 +100,7 @@ def test_tip_body_frequency_matches_spring_mass(tip_bodies):
     _, measured = _mean_and_period(np.asarray(traj.times), z)
     # AVF is the midpoint rule on a linear oscillator: its period is longer by (w dt)^2 / 12
     expected = period * (1 + (2 * np.pi / 80) ** 2 / 12)
-    assert abs(measured / expected - 1) < 2e-3, (measured, expected)
+    assert abs(measured / expected - 1) < 3e-3, (measured, expected)  # measured -1.6e-3
 
 
 def test_tip_body_static_deflection_and_clamp(tip_bodies):
@@ -205,10 +205,11 @@ SG_L, SG_R, SG_RADIUS, SG_E = 0.2, 0.1, 0.002, 2e9
 # two load cases on one compiled program (the force is an array leaf): lateral, and axial. Combined,
 # the compression would soften the lateral stiffness (27 % of the rods' buckling load: measured
 # -24 %), a beam-column effect, not what these closed forms describe.
-SG_FORCES = (np.array([0.05, 0.0, 0.0]), np.array([0.0, 0.0, -5.0]))  # N on the plate
+SG_FORCES = (np.array([0.05, 0.0, 0.0]), np.array([0.0, 0.0, -5.0]), np.zeros(3))  # N on the plate
+SG_TORQUE = 1e-3  # N m about z on the plate in the third load case (twists the rods)
 
 
-def _stewart(force):
+def _stewart(force, torque=(0.0, 0.0, 0.0)):
     rods, att = [], []
     for k in range(3):
         a = 2 * np.pi * k / 3
@@ -217,7 +218,8 @@ def _stewart(force):
                                        youngs_modulus=SG_E, density=1000.0, radius=SG_RADIUS)
         rods.append(jaxrod.DERModel(rod))
         att += [RodClamp(k, 0), RodClamp(k, -1, "plate")]
-    plate = RigidBody("plate", 0.5, [1.25e-3, 1.25e-3, 2.5e-3], position=(0.0, 0.0, SG_L), force=force)
+    plate = RigidBody("plate", 0.5, [1.25e-3, 1.25e-3, 2.5e-3], position=(0.0, 0.0, SG_L), force=force,
+                      torque=torque)
     return HybridSystem(rods, [plate], attachments=att)
 
 
@@ -228,8 +230,8 @@ def stewart():
     # mu = dt lambda is large at these steps: an absolute tolerance of 1e-12 is below its round-off
     solver = jaxrod.NewtonSolver(rtol=0.0, atol=1e-9)
     out = []
-    for force in SG_FORCES:
-        system = _stewart(force)
+    for k, force in enumerate(SG_FORCES):
+        system = _stewart(force, (0.0, 0.0, SG_TORQUE if k == 2 else 0.0))
         out.append((system, jaxrod.simulate(system, dt=10.0, n_steps=4, scheme=jaxrod.BackwardEuler(),
                                             solver=solver, fallback=False)))
     return out
@@ -241,7 +243,7 @@ def test_stewart_plate_stiffness(stewart):
     sum EI kappa_i^2 / (2 dl), kappa_i the second differences / dl) gives a = 0.3 d and
     k = 3 * 0.2 EI / dl^3 = 3 * 12.8 EI / L^3 (6.7 % stiffer). Axial: three bars whose stretchable
     length is L - dl (the clamped end edges are rigid, as in a DER clamp), k = 3 EA / (L - dl)."""
-    (lat_sys, lat), (ax_sys, ax) = stewart
+    (lat_sys, lat), (ax_sys, ax), _ = stewart
     EI = SG_E * np.pi * SG_RADIUS**4 / 4
     EA = SG_E * np.pi * SG_RADIUS**2
     dl = SG_L / 4
@@ -257,10 +259,33 @@ def test_stewart_plate_stiffness(stewart):
     assert bool(np.all(lat.stats.converged)) and bool(np.all(ax.stats.converged))
 
 
+def test_stewart_plate_yaw_twists_the_rods(stewart):
+    """A torque about z yaws the plate by phi: each rod's top edge turns by phi about its own axis
+    (torsion, GJ / L: 4 twist stencils of Voronoi length dl = L / 4) and moves by rho phi
+    sideways (the discrete fixed-guided bending of test_stewart_plate_stiffness):
+    k = 3 (GJ / L + 0.2 EI / dl^3 rho^2). Without the clamp's twist row the torsion share
+    (17 %) would be missing."""
+    system, traj = stewart[2]
+    assert bool(np.all(traj.stats.converged))
+    R = _rotations(system.body_frames(traj.frames))[-1, 0]
+    phi = np.arctan2(R[1, 0], R[0, 0])
+    EI = SG_E * np.pi * SG_RADIUS**4 / 4
+    GJ = SG_E / 3 * np.pi * SG_RADIUS**4 / 2  # G = E / (2 (1 + 0.5)), the default Poisson ratio
+    dl = SG_L / 4
+    k = 3 * (GJ / SG_L + 0.2 * EI / dl**3 * SG_R**2)
+    assert abs(phi / (SG_TORQUE / k) - 1) < 2e-3, (phi, SG_TORQUE / k)
+    # each rod's top edge carries the plate's rotation as twist: m1 . R b2 = 0 (saved frames)
+    frames = np.asarray(traj.frames)
+    for rod in range(3):
+        e = (rod + 1) * 5 - 1  # the last edge of rod `rod` (5 edges per rod)
+        assert abs(frames[-1, e, 0] @ R @ frames[0, e, 1]) < 1e-10
+        assert abs(frames[-1, e, 0] @ R @ frames[0, e, 0] - 1) < 1e-10
+
+
 def test_stewart_clamp_forces_balance_the_load(stewart):
     """The plate is at rest: the forces the three rods exert on it (multiplier rows of the top
     clamps) sum to minus the applied force; the rods pull the world clamps with the load."""
-    for (system, traj), force in zip(stewart, SG_FORCES):
+    for (system, traj), force in zip(stewart[:2], SG_FORCES):
         lam = np.asarray(system.multipliers(traj.q, traj.dt))[-1]
         rows = system.attachment_rows()
         top = sum(lam[rows[2 * k + 1]][:3] + lam[rows[2 * k + 1]][3:6] for k in range(3))

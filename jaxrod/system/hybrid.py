@@ -67,6 +67,21 @@ an initial acceleration, not :func:`~jaxrod.solve_static`). A static equilibrium
 leaves a fraction ``(omega dt)^-2`` of the distance to it; the tests use 4 steps at
 ``omega dt ~ 100``).
 
+Measured (``tests/test_system_hybrid.py``; DER rods of 4-5 edges): a steel cantilever carrying a
+tip body of 12.7 rod masses oscillates with the spring-mass period ``2 pi sqrt((M + 33/140 m)
+L^3 / 3 EI)`` to -0.16 % (after the midpoint rule's ``(omega dt)^2 / 12``), and about the static
+deflection of beam theory to -0.58 % (tip load plus self-weight) and -0.16 % (body centre 0.2 L
+beyond the tip: load and moment); the welds hold to 1e-16 m. Rod pendulums (pinned to the world;
+clamped to a hub on a :class:`~jaxrod.system.Revolute` joint) match the lumped rods' compound
+pendulum to 1.4e-4. A three-rod Stewart-Gough plate matches the discrete fixed-guided lateral
+stiffness to 5e-4, the axial ``3 EA / (L - dl)`` to 1e-12 and the yaw stiffness (rod torsion
+through the twist rows plus bending) to 2e-3; its clamp multipliers balance the load to 1e-6.
+
+Not done: PCS rods attached to bodies (a constraint on the PCS forward kinematics), clamps on
+:class:`~jaxrod.models.der.network.DERNetwork` edges (pins on network nodes are implemented but
+not yet covered by a test), the structured solver above, velocity-level projection of the
+initial state.
+
 Initial velocities are not projected: give attached rod nodes the velocity of the body point they
 ride on, or the first step jumps to satisfy the constraint at its end.
 """

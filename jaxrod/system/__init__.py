@@ -35,3 +35,5 @@ __all__ = [
     "modal",
 ]
 __all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501
+from .hybrid import HybridSystem, RodClamp, RodPin  # noqa: E402  rods attached to bodies (issue 14 item 2)
+__all__ += ["HybridSystem", "RodClamp", "RodPin"]

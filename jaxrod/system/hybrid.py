@@ -1,0 +1,492 @@
+"""Rods attached to rigid bodies (and to the world): :class:`HybridSystem`, :class:`RodPin`,
+:class:`RodClamp`.
+
+A :class:`HybridSystem` is one implicit model made of DER rods (:class:`~jaxrod.DERModel`, or a
+:class:`~jaxrod.models.der.network.DERNetwork` for pins), rigid bodies and joints (the
+:class:`~jaxrod.system.MultibodySystem` of those bodies) and *attachments* that tie rod nodes or
+edges to a body or to the world. It runs through the unchanged :func:`jaxrod.simulate`, its
+implicit schemes and implicit differentiation.
+
+Coordinates. Every element keeps its own coordinates and the attachments are holonomic
+constraints with one Lagrange multiplier per row, exactly as the joints of
+:class:`~jaxrod.system.MultibodySystem` (same sign, same integrated multipliers ``mu`` whose stage
+velocity ``lambda = v_mu`` is the constraint force, same :meth:`end_of_step_residual`). The flat
+unknown vector is ``q = [rod_0 q (N_0 x 4, flattened), ..., rod_k q, bodies (6 n_b + joint rows),
+mu (attachment rows)]`` and the residual is ``[r_rod + G_rod^T lambda, r_body + G_body^T lambda,
+g]``: the rod and body rows are the unchanged residuals of :class:`~jaxrod.DERModel` and
+:class:`~jaxrod.system.MultibodySystem` plus the attachment forces, the last rows the attachment
+constraints ``g`` (``g(q_{n+1})`` after every step, so attachments hold to the Newton tolerance).
+Energy: ``G^T lambda`` is the gradient of ``lambda . g`` with ``lambda`` constant along the step
+and ``g = 0`` at both ends, so with :class:`~jaxrod.timestepping.AverageVectorField` the
+attachments do no work over a step and the system's energy is conserved as for bodies alone.
+
+Attachments (``g = 0`` in the configuration the system is built in: the body-frame copies below
+are taken from the initial rod and body poses):
+
+=================  =====  ==========================================================================
+attachment          rows  constraint (``x_b``, ``R`` the body's position and rotation; world:
+                          ``x_b = 0``, ``R = I``)
+=================  =====  ==========================================================================
+:class:`RodPin`        3  ``x_i - (x_b + R r)``: node ``i`` stays at a body point (a ball joint)
+:class:`RodClamp`      7  ``x_e - (x_b + R r_0)``, ``x_{e+1} - (x_b + R r_1)``: both nodes of edge
+                          ``e`` ride with the body; ``m1_e . (R b_2)``: the edge's material
+                          director ``m1`` stays normal to the body-fixed copy ``b_2`` of its
+                          initial ``m2`` (the twist follows the body)
+=================  =====  ==========================================================================
+
+Why the welded end is written this way. A DER clamp (``DERModel(clamped_edges=...)``) prescribes
+both nodes of the clamped edge and its twist angle: the clamp acts at the edge's midpoint and the
+clamped edge is rigid (:meth:`~jaxrod.models.der.DERRod.cantilever` centres it on the clamp
+point). :class:`RodClamp` is the same clamp carried by a body: its 6 node rows are linear in the
+rod coordinates (``G_rod`` is an identity block), position and tangent of the end follow from them
+(no separate, nonlinear tangent rows), and the edge length they fix is the one the DER clamp fixes
+too. The twist row uses the rod's own material director, i.e. the same time-parallel-transported
+reference frame (carried in ``aux``) as the rod's energy, so it is a smooth function of ``q``
+within a step and needs no special reference frame (a :class:`~jaxrod.models.der.ClampMotion`
+pins the clamped edge's reference director because its angle is given as data; here the angle is
+an unknown). The 7 rows are independent (the twist row's derivative with respect to the edge's
+twist angle is ``m2 . R b_2 = 1`` when it holds), so a clamp never makes the Newton matrix
+singular; two attachments on the same node would, and are refused.
+
+Multipliers (:meth:`HybridSystem.multipliers`, :meth:`HybridSystem.attachment_rows`): the rows of
+an attachment are the force [N] (world frame) that the rod exerts on the body at node ``i`` (pin)
+or at nodes ``e``, ``e + 1`` (clamp rows 0-2, 3-5), ``-lambda`` on the rod; the clamp's last row is
+a torque-like multiplier [N m] about the edge.
+
+Jacobian structure. ``[[K_rod, 0, G_rod^T], [0, K_body, G_body^T], [G_rod, G_body, 0]]``: each rod
+block is banded (half-bandwidth 10), each attachment couples 2 nodes of one rod (8 columns) to one
+body (6 columns). This version factorises it densely (:class:`~jaxrod.solvers.jacobian
+.DenseJacobianSolver`): fine for a few rods of tens of nodes (the tests), ``O(n^3)`` beyond. The
+structure allows ``O(size)``: factor the banded rod blocks, then the small Schur complement on the
+body and multiplier unknowns (not done yet).
+
+Schemes: as :class:`~jaxrod.system.MultibodySystem` (``AverageVectorField`` default,
+``ImplicitMidpoint``, ``BackwardEuler``, ``NewmarkBeta(start='rest')``; not schemes that solve for
+an initial acceleration, not :func:`~jaxrod.solve_static`). A static equilibrium is the limit of
+:class:`~jaxrod.timestepping.BackwardEuler` steps much longer than the slowest period (each step
+leaves a fraction ``(omega dt)^-2`` of the distance to it; the tests use 4 steps at
+``omega dt ~ 100``).
+
+Measured (``tests/test_system_hybrid.py``; DER rods of 4-5 edges): a steel cantilever carrying a
+tip body of 12.7 rod masses oscillates with the spring-mass period ``2 pi sqrt((M + 33/140 m)
+L^3 / 3 EI)`` to -0.16 % (after the midpoint rule's ``(omega dt)^2 / 12``), and about the static
+deflection of beam theory to -0.58 % (tip load plus self-weight) and -0.16 % (body centre 0.2 L
+beyond the tip: load and moment); the welds hold to 1e-16 m. Rod pendulums (pinned to the world;
+clamped to a hub on a :class:`~jaxrod.system.Revolute` joint) match the lumped rods' compound
+pendulum to 1.4e-4. A three-rod Stewart-Gough plate matches the discrete fixed-guided lateral
+stiffness to 5e-4, the axial ``3 EA / (L - dl)`` to 1e-12 and the yaw stiffness (rod torsion
+through the twist rows plus bending) to 2e-3; its clamp multipliers balance the load to 1e-6.
+
+Not done: PCS rods attached to bodies (a constraint on the PCS forward kinematics), clamps on
+:class:`~jaxrod.models.der.network.DERNetwork` edges (pins on network nodes are implemented but
+not yet covered by a test), the structured solver above, velocity-level projection of the
+initial state.
+
+Initial velocities are not projected: give attached rod nodes the velocity of the body point they
+ride on, or the first step jumps to satisfy the constraint at its end.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..geometry import normalize, parallel_transport
+from ..models.base import AbstractImplicitModel, State
+from ..models.der.dynamics import DERModel
+from ..models.der.network import DERNetwork
+from ..solvers.jacobian import DenseJacobianSolver
+from .multibody import MultibodySystem
+
+
+class AbstractRodAttachment(eqx.Module):
+    """Ties rod ``rod`` (an index into :attr:`HybridSystem.rods`) to ``body`` (a body name, or
+    ``None`` / ``'world'`` for the fixed world frame). All fields are static."""
+
+    rod: int = eqx.field(static=True)
+    body: str | None = eqx.field(static=True)
+
+    n_constraints: ClassVar[int]
+
+    def __check_init__(self):
+        owner = type(self).__name__
+        if isinstance(self.rod, bool) or not isinstance(self.rod, (int, np.integer)) or self.rod < 0:
+            raise ValueError(f"{owner}.rod must be an index >= 0 into HybridSystem.rods, got {self.rod!r}")
+        if self.body is not None and (not isinstance(self.body, str) or not self.body):
+            raise ValueError(f"{owner}.body must be a body name, or None / 'world', got {self.body!r}")
+
+
+class RodPin(AbstractRodAttachment):
+    """Node ``node`` of rod ``rod`` shares a point with ``body`` (or the world): position only, a
+    ball joint (3 rows). ``node`` may be negative (from the end); on a
+    :class:`~jaxrod.models.der.network.DERNetwork` it is a global node id."""
+
+    node: int = eqx.field(static=True)
+    n_constraints: ClassVar[int] = 3
+
+    def __init__(self, rod, node, body=None):
+        self.rod, self.node, self.body = rod, node, body
+
+
+class RodClamp(AbstractRodAttachment):
+    """Edge ``edge`` of DER rod ``rod`` welded to ``body`` (or the world): both of its nodes and
+    its material frame follow the body (7 rows). As with ``DERModel(clamped_edges=...)`` the
+    clamp point is the edge's midpoint; ``edge=0`` is the start of the rod, ``edge=-1`` its end.
+    DER rods (:class:`~jaxrod.DERModel`) only."""
+
+    edge: int = eqx.field(static=True)
+    n_constraints: ClassVar[int] = 7
+
+    def __init__(self, rod, edge, body=None):
+        self.rod, self.edge, self.body = rod, edge, body
+
+
+def _frames(aux):
+    # a DERModel with self-contact carries its frames inside a ContactAux
+    return getattr(aux, "frames", aux)
+
+
+def _rod_nodes(model):
+    return model.n_nodes if isinstance(model, DERNetwork) else model.rod.n_nodes
+
+
+class HybridSystem(AbstractImplicitModel):
+    """DER rods, rigid bodies and joints coupled by attachments (see the module docstring).
+
+    Arguments:
+        rods: sequence of :class:`~jaxrod.DERModel` (pins and clamps) or
+            :class:`~jaxrod.models.der.network.DERNetwork` (pins) with their own material, loads,
+            damping and boundary conditions (their fixed nodes stay prescribed; an attachment may
+            not use them).
+        bodies: sequence of :class:`~jaxrod.system.RigidBody` (may be empty).
+        joints: joints between the bodies (:mod:`jaxrod.system.joints`).
+        attachments: sequence of :class:`RodPin` / :class:`RodClamp`.
+        gravity: ``(3,)`` gravitational acceleration [m/s^2] for bodies and rods. A rod built with
+            zero gravity gets this one; a rod with another non-zero gravity is refused.
+        loads: body loads, as in :class:`~jaxrod.system.MultibodySystem`.
+
+    Raises:
+        ValueError: naming the argument, its value and what is allowed, for an unknown body, a rod
+            or node/edge index out of range, a clamp on a network, an attachment on a node the
+            rod itself fixes, a node attached twice, or inconsistent gravity.
+
+    Observed (:meth:`observe`; split a :class:`~jaxrod.simulate.Trajectory` with
+    :meth:`rod_positions`, :meth:`body_positions`, :meth:`body_frames`): ``positions`` are all rod
+    nodes (rod by rod) followed by the body centres of mass ``(sum N_i + n_bodies, 3)`` [m];
+    ``frames`` the rods' edge material frames then the body frames (rows: the body axes).
+    """
+
+    rods: tuple
+    multibody: MultibodySystem | None
+    attachments: tuple = eqx.field(static=True)
+    pin_anchors: jax.Array
+    clamp_anchors: jax.Array
+    clamp_normals: jax.Array
+    pin_index: tuple = eqx.field(static=True)
+    clamp_index: tuple = eqx.field(static=True)
+
+    def __init__(self, rods, bodies=(), joints=(), attachments=(), gravity=(0.0, 0.0, 0.0), loads=None):
+        rods, bodies, attachments = tuple(rods), tuple(bodies), tuple(attachments)
+        g = np.asarray(gravity, float) if not isinstance(gravity, jax.core.Tracer) else None
+        if g is not None and (g.shape != (3,) or not np.all(np.isfinite(g))):
+            raise ValueError(f"HybridSystem.gravity must be 3 finite numbers [m/s^2], got {np.asarray(gravity).tolist()!r}")
+        if not rods:
+            raise ValueError("HybridSystem.rods must contain at least one rod model, got none (use MultibodySystem)")
+        out = []
+        for k, m in enumerate(rods):
+            if not isinstance(m, (DERModel, DERNetwork)):
+                raise ValueError(
+                    f"HybridSystem.rods[{k}] must be a jaxrod.DERModel or DERNetwork, got {type(m).__name__}"
+                )
+            mg = np.asarray(m.gravity) if not isinstance(m.gravity, jax.core.Tracer) else None
+            if g is not None and mg is not None and np.any(mg != 0) and not np.allclose(mg, g):
+                raise ValueError(
+                    f"HybridSystem.rods[{k}].gravity = {mg.tolist()} differs from HybridSystem.gravity = {g.tolist()}; "
+                    "build the rod with zero gravity (the system's applies to it) or with the same gravity"
+                )
+            out.append(eqx.tree_at(lambda mm: mm.gravity, m, jnp.asarray(gravity, dtype=jnp.float64)))
+        self.rods = tuple(out)
+        self.multibody = MultibodySystem(bodies, joints, gravity=gravity, loads=loads) if bodies else None
+        if joints and not bodies:
+            raise ValueError("HybridSystem.joints given without bodies: joints connect RigidBody instances")
+        names = [b.name for b in bodies]
+        body_id = {n: i for i, n in enumerate(names)}
+        pins, clamps, used = [], [], {}
+        for k, a in enumerate(attachments):
+            owner = f"HybridSystem.attachments[{k}] ({type(a).__name__})"
+            if not isinstance(a, AbstractRodAttachment):
+                raise ValueError(f"HybridSystem.attachments[{k}] must be a RodPin or RodClamp, got {type(a).__name__}")
+            if a.rod >= len(rods):
+                raise ValueError(f"{owner}.rod = {a.rod} is out of range: there are {len(rods)} rods (0..{len(rods) - 1})")
+            if a.body in (None, "world"):
+                b = -1
+            elif a.body in body_id:
+                b = body_id[a.body]
+            else:
+                raise ValueError(f"{owner}.body = {a.body!r} names no body; bodies are {names} (or None / 'world')")
+            model = self.rods[a.rod]
+            n = _rod_nodes(model)
+            if isinstance(a, RodPin):
+                nodes = (_index(owner, "node", a.node, n, f"rods[{a.rod}] has {n} nodes"),)
+                pins.append((a.rod, nodes[0], b))
+            else:
+                if isinstance(model, DERNetwork):
+                    raise ValueError(
+                        f"{owner}: rods[{a.rod}] is a DERNetwork; clamps need a single DERModel rod (pin a network node "
+                        "with RodPin)"
+                    )
+                e = _index(owner, "edge", a.edge, n - 1, f"rods[{a.rod}] has {n - 1} edges")
+                if e in model.fixed_edges:
+                    raise ValueError(f"{owner}: the twist of edge {e} of rods[{a.rod}] is already fixed by the rod's "
+                                     "own boundary conditions (fixed_edges / clamped_edges); attach a free edge")
+                nodes = (e, e + 1)
+                clamps.append((a.rod, e, b))
+            for i in nodes:
+                if i in model.fixed_nodes:
+                    raise ValueError(
+                        f"{owner}: node {i} of rods[{a.rod}] is already fixed by the rod's own boundary conditions "
+                        f"(fixed_nodes / clamped_edges = {model.fixed_nodes}); attach a free node or drop the rod's clamp"
+                    )
+                if (a.rod, i) in used:
+                    raise ValueError(
+                        f"{owner}: node {i} of rods[{a.rod}] is already attached by attachments[{used[a.rod, i]}]; "
+                        "a node may carry one attachment (two would be redundant constraints)"
+                    )
+                used[a.rod, i] = k
+        self.attachments, self.pin_index, self.clamp_index = attachments, tuple(pins), tuple(clamps)
+        # body-frame copies of the attached points and of the clamped edges' m2, at assembly
+        x0 = [b.position for b in bodies] + [jnp.zeros(3)]
+        R0 = [b.rotation() for b in bodies] + [jnp.eye(3)]
+        pa = [R0[b].T @ (self.rods[r].q0[i, :3] - x0[b]) for r, i, b in pins]
+        ca, cn = [], []
+        for r, e, b in clamps:
+            m = self.rods[r]
+            m2 = m.observe(m.q0, m.v0, m.init_aux(m.q0))["frames"][e, 1]
+            ca.append(jnp.stack([R0[b].T @ (m.q0[e + j, :3] - x0[b]) for j in (0, 1)]))
+            cn.append(R0[b].T @ m2)
+        self.pin_anchors = jnp.stack(pa) if pa else jnp.zeros((0, 3))
+        self.clamp_anchors = jnp.stack(ca) if ca else jnp.zeros((0, 2, 3))
+        self.clamp_normals = jnp.stack(cn) if cn else jnp.zeros((0, 3))
+
+    # ---- sizes and packing ------------------------------------------------------------------------
+    @property
+    def rod_sizes(self) -> tuple:
+        """Length of each rod's flattened ``q``."""
+        return tuple(int(np.prod(m.q0.shape)) for m in self.rods)
+
+    @property
+    def n_bodies(self) -> int:
+        return 0 if self.multibody is None else self.multibody.n_bodies
+
+    @property
+    def n_attachment_rows(self) -> int:
+        return 3 * len(self.pin_index) + 7 * len(self.clamp_index)
+
+    @property
+    def n_coordinates(self) -> int:
+        """Length of ``q``: rods, then bodies with their joint multipliers, then attachment multipliers."""
+        mb = 0 if self.multibody is None else self.multibody.n_coordinates
+        return sum(self.rod_sizes) + mb + self.n_attachment_rows
+
+    def split(self, q):
+        """Flat ``q`` -> ``(rod qs (tuple, each shaped like that rod's q), body block (flat),
+        attachment multipliers (n_attachment_rows,))``."""
+        parts, start = [], 0
+        for m, s in zip(self.rods, self.rod_sizes):
+            parts.append(q[start : start + s].reshape(m.q0.shape))
+            start += s
+        n_att = self.n_attachment_rows
+        return tuple(parts), q[start : q.shape[0] - n_att], q[q.shape[0] - n_att :]
+
+    def join(self, rod_qs, body, mu):
+        return jnp.concatenate([jnp.ravel(x) for x in rod_qs] + [jnp.ravel(body), jnp.ravel(mu)])
+
+    def attachment_rows(self) -> tuple:
+        """Per attachment (in the order given), the ``slice`` of its rows in the multiplier block
+        (pins first, then clamps, each in the order given)."""
+        rows, p, c = [], 0, 3 * len(self.pin_index)
+        for a in self.attachments:
+            if isinstance(a, RodPin):
+                rows.append(slice(p, p + 3))
+                p += 3
+            else:
+                rows.append(slice(c, c + 7))
+                c += 7
+        return tuple(rows)
+
+    # ---- attachments ------------------------------------------------------------------------------
+    def _body_poses(self, body, aux_mb):
+        """``(x (n_b + 1, 3), R (n_b + 1, 3, 3))`` with the world appended (index -1)."""
+        if self.multibody is None:
+            return jnp.zeros((1, 3)), jnp.eye(3)[None]
+        x, psi, _ = self.multibody.unpack(body)
+        R = self.multibody.rotations(psi, aux_mb)
+        return jnp.concatenate([x, jnp.zeros((1, 3), x.dtype)]), jnp.concatenate([R, jnp.eye(3, dtype=R.dtype)[None]])
+
+    def attachment_constraints(self, rod_qs, body, aux):
+        """``(n_attachment_rows,)`` all attachment constraint values (zero when they hold)."""
+        x, R = self._body_poses(body, aux[-1])
+        rows = []
+        if self.pin_index:
+            r, i, b = (np.asarray(v) for v in zip(*self.pin_index))
+            P = jnp.stack([rod_qs[rr][ii, :3] for rr, ii in zip(r, i)])
+            rows.append(jnp.ravel(P - x[b] - jnp.einsum("nij,nj->ni", R[b], self.pin_anchors)))
+        if self.clamp_index:
+            r, e, b = (np.asarray(v) for v in zip(*self.clamp_index))
+            Q0 = jnp.stack([rod_qs[rr][ee] for rr, ee in zip(r, e)])
+            X1 = jnp.stack([rod_qs[rr][ee + 1, :3] for rr, ee in zip(r, e)])
+            d_old = jnp.stack([_frames(aux[rr]).d1[ee] for rr, ee in zip(r, e)])
+            t_old = jnp.stack([_frames(aux[rr]).tangent[ee] for rr, ee in zip(r, e)])
+            X0, theta = Q0[:, :3], Q0[:, 3]
+            B = x[b][:, None] + jnp.einsum("nij,nkj->nki", R[b], self.clamp_anchors)
+            t = normalize(X1 - X0)
+            # the rod's own material director of the edge (same transport as its energy)
+            d1 = parallel_transport(d_old, t_old, t)
+            m1 = jnp.cos(theta)[:, None] * d1 + jnp.sin(theta)[:, None] * jnp.cross(t, d1)
+            tw = jnp.sum(m1 * jnp.einsum("nij,nj->ni", R[b], self.clamp_normals), axis=-1)
+            rows.append(jnp.concatenate([(X0 - B[:, 0]), (X1 - B[:, 1]), tw[:, None]], axis=1).ravel())
+        return jnp.concatenate(rows) if rows else jnp.zeros((0,))
+
+    # ---- residual -----------------------------------------------------------------------------------
+    def residual(self, q, v, a, t, aux):
+        rq, bq, _ = self.split(q)
+        rv, bv, lam = self.split(v)
+        ra, ba, _ = self.split(a)
+        r = [m.residual(qi, vi, ai, t, ax) for m, qi, vi, ai, ax in zip(self.rods, rq, rv, ra, aux[:-1])]
+        rb = bq[:0] if self.multibody is None else self.multibody.residual(bq, bv, ba, t, aux[-1])
+        return self._coupled(q, r, rb, lam, self.attachment_constraints(rq, bq, aux), aux)
+
+    def _coupled(self, q, r_rods, r_body, lam, g, aux):
+        """``[r_rod + G_rod^T lam, r_body + G_body^T lam, g]`` (the attachment forces added)."""
+        rq, bq, _ = self.split(q)
+        _, pull = jax.vjp(lambda rr, bb: self.attachment_constraints(rr, bb, aux), rq, bq)
+        gr, gb = pull(lam)
+        return self.join([x + y for x, y in zip(r_rods, gr)], r_body + gb, g)
+
+    def static_residual(self, q, t, aux):
+        """Static equilibrium (:func:`jaxrod.solve_static`): the attachment multipliers of ``q``
+        (and the joints' in the body block) ARE the constraint forces, as in
+        :meth:`jaxrod.system.MultibodySystem.static_residual`."""
+        rq, bq, mu = self.split(q)
+        r = [m.static_residual(qi, t, ax) for m, qi, ax in zip(self.rods, rq, aux[:-1])]
+        rb = bq[:0] if self.multibody is None else self.multibody.static_residual(bq, t, aux[-1])
+        return self._coupled(q, r, rb, mu, self.attachment_constraints(rq, bq, aux), aux)
+
+    def acceleration_residual(self, q, v, a, t, aux):
+        """Consistent initial acceleration (schemes with ``needs_acceleration``): the attachment
+        block of ``a`` is the attachment forces and its rows require the attachments' second time
+        derivative along ``q + s v + s^2 a / 2`` to vanish (as the joints do)."""
+        rq, bq, _ = self.split(q)
+        rv, bv, _ = self.split(v)
+        ra, ba, lam = self.split(a)
+        r = [m.acceleration_residual(qi, vi, ai, t, ax) for m, qi, vi, ai, ax in zip(self.rods, rq, rv, ra, aux[:-1])]
+        rb = bq[:0] if self.multibody is None else self.multibody.acceleration_residual(bq, bv, ba, t, aux[-1])
+
+        def g_along(s):
+            qq = q + s * v + 0.5 * s * s * a
+            rr, bb, _ = self.split(qq)
+            return self.attachment_constraints(rr, bb, aux)
+
+        g2 = jax.jacfwd(jax.jacfwd(g_along))(jnp.zeros((), q.dtype))
+        return self._coupled(q, r, rb, lam, g2, aux)
+
+    def multiplier_mask(self):
+        """True on the joints' and the attachments' multipliers (see
+        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        rods = [np.zeros(s, bool) for s in self.rod_sizes]
+        body = np.zeros(0, bool) if self.multibody is None else np.asarray(self.multibody.multiplier_mask())
+        return np.concatenate(rods + [body, np.ones(self.n_attachment_rows, bool)])
+
+    def end_of_step_residual(self, q_next, r, t, aux):
+        rq, bq, _ = self.split(q_next)
+        rr, rb, _ = self.split(r)
+        rr = [m.end_of_step_residual(qi, ri, t, ax) for m, qi, ri, ax in zip(self.rods, rq, rr, aux[:-1])]
+        if self.multibody is not None:
+            rb = self.multibody.end_of_step_residual(bq, rb, t, aux[-1])
+        return self.join(rr, rb, self.attachment_constraints(rq, bq, aux))
+
+    # ---- AbstractImplicitModel plumbing --------------------------------------------------------------
+    def _body_part(self, fn, default):
+        return default if self.multibody is None else fn(self.multibody)
+
+    def fixed_mask(self):
+        return self.join([m.fixed_mask() for m in self.rods],
+                         self._body_part(lambda mb: mb.fixed_mask(), jnp.zeros(0, bool)),
+                         jnp.zeros(self.n_attachment_rows, bool))
+
+    def prescribed(self, t):
+        return self.join([m.prescribed(t) for m in self.rods],
+                         self._body_part(lambda mb: mb.prescribed(t), jnp.zeros(0)),
+                         jnp.zeros(self.n_attachment_rows))
+
+    def init_aux(self, q):
+        rq, bq, _ = self.split(q)
+        return tuple(m.init_aux(qi) for m, qi in zip(self.rods, rq)) + (
+            self._body_part(lambda mb: mb.init_aux(bq), None),)
+
+    def update_aux(self, q, aux):
+        rq, bq, _ = self.split(q)
+        return tuple(m.update_aux(qi, ax) for m, qi, ax in zip(self.rods, rq, aux[:-1])) + (
+            self._body_part(lambda mb: mb.update_aux(bq, aux[-1]), None),)
+
+    def default_linear_solver(self):
+        return DenseJacobianSolver()
+
+    def initial_state(self):
+        b0 = self._body_part(lambda mb: mb.initial_state(), None)
+        zb = jnp.zeros(0)
+        q0 = self.join([m.q0 for m in self.rods], zb if b0 is None else b0.q, jnp.zeros(self.n_attachment_rows))
+        v0 = self.join([m.v0 for m in self.rods], zb if b0 is None else b0.v, jnp.zeros(self.n_attachment_rows))
+        return State(q0, v0, self.init_aux(q0))
+
+    def observe(self, q, v, aux):
+        rq, bq, _ = self.split(q)
+        rv, bv, _ = self.split(v)
+        obs = [m.observe(qi, vi, ax) for m, qi, vi, ax in zip(self.rods, rq, rv, aux[:-1])]
+        pos = [o["positions"] for o in obs]
+        frames = [o["frames"] for o in obs]
+        if self.multibody is not None:
+            ob = self.multibody.observe(bq, bv, aux[-1])
+            pos.append(ob["positions"])
+            frames.append(ob["frames"])
+        return {"positions": jnp.concatenate(pos), "frames": jnp.concatenate(frames)}
+
+    # ---- reading results ------------------------------------------------------------------------------
+    def _offsets(self):
+        return np.concatenate([[0], np.cumsum([_rod_nodes(m) for m in self.rods])])
+
+    def rod_positions(self, positions, i):
+        """Node positions [m] ``(..., N_i, 3)`` of rod ``i`` from observed ``positions``
+        (``Trajectory.positions``, ``(..., sum N + n_bodies, 3)``)."""
+        off = self._offsets()
+        return positions[..., off[i] : off[i + 1], :]
+
+    def body_positions(self, positions):
+        """Body centres of mass [m] ``(..., n_bodies, 3)`` from observed ``positions``."""
+        return positions[..., self._offsets()[-1] :, :]
+
+    def body_frames(self, frames):
+        """Body frames ``(..., n_bodies, 3, 3)`` (rows: body axes in the world frame) from observed
+        ``frames`` (``Trajectory.frames``)."""
+        return frames[..., frames.shape[-3] - self.n_bodies :, :, :]
+
+    def multipliers(self, q, dt):
+        """Mean attachment forces over each step ``(T - 1, n_attachment_rows)`` [N; N m for a
+        clamp's last row] from ``q`` ``(T, n_coordinates)`` saved at every step of size ``dt``
+        [s]: ``(mu_{n+1} - mu_n) / dt``; the force the rod exerts on the body (module docstring).
+        Select an attachment's rows with :meth:`attachment_rows`."""
+        mu = jnp.asarray(q)[..., self.n_coordinates - self.n_attachment_rows :]
+        return jnp.diff(mu, axis=-2) / dt
+
+
+def _index(owner, name, value, n, what):
+    """``value`` (an int, negative from the end) as an index in ``0..n-1``, or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{owner}.{name} must be an integer, got {value!r}")
+    if not -n <= value < n:
+        raise ValueError(f"{owner}.{name} = {value} is out of range: {what} (allowed 0..{n - 1}, or -{n}..-1 from the end)")
+    return int(value) % n

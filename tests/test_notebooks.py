@@ -21,6 +21,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 OWN_FILE = {
     "der_quickstart.ipynb": "test_notebooks_der_quickstart.py",
     "pcs_newmark.ipynb": "test_notebooks_pcs_newmark.py",
+    "hybrid_systems.ipynb": "test_notebooks_hybrid_systems.py",
 }
 HERE = [p for p in NOTEBOOKS if p.name not in OWN_FILE]
 

@@ -83,6 +83,24 @@ def test_der_and_pcs_files_build_the_scene_models():
     assert type(pcs.scheme) is type(ref.scheme) and pcs.dt == ref.dt
 
 
+@pytest.mark.slow
+def test_tmtdyn_example_files_build_the_scene_models():
+    """sleeve_pendulum.toml and stiff_flop_passive.toml give exactly the scene builders' models
+    (the sleeve's build simulates its pendulum: one compile, shared with tests/test_sleeve.py
+    through the persistent cache)."""
+    from jaxrod.scenes.sleeve import sleeve_pendulum
+    from jaxrod.scenes.stiff_flop import stiff_flop_passive
+
+    sleeve = load_model("sleeve_pendulum.toml")
+    # array leaves only: the clamp motion holds a new (equal) static interpolant per build
+    la = jax.tree_util.tree_leaves(eqx.filter(sleeve.model, eqx.is_array))
+    lb = jax.tree_util.tree_leaves(eqx.filter(sleeve_pendulum(dt=0.005, duration=3.0).model, eqx.is_array))
+    assert len(la) == len(lb) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb))
+    module = load_model("stiff_flop_passive.toml")
+    _same_tree(module.model, stiff_flop_passive().model)
+    assert (sleeve.dt, sleeve.duration, module.dt, module.duration) == (0.005, 3.0, 0.002, 1.0)
+
+
 def test_four_bar_file_closes_its_loop():
     """The [constraints] planar pin closes the loop: 17 independent rows, every step converges and
     all joints (the loop closure included) hold to the Newton tolerance over 50 steps."""
@@ -112,7 +130,7 @@ RUNS = {  # example -> steps of a smoke run
 
 def test_every_example_is_covered():
     covered = set(RUNS) | {"pendulum.toml", "double_pendulum.toml", "four_bar.toml", "cantilever_static.toml",
-                           "pendulum_with_rod.toml"}
+                           "pendulum_with_rod.toml", "sleeve_pendulum.toml", "stiff_flop_passive.toml"}
     assert set(example_names()) == covered
 
 

@@ -205,6 +205,40 @@ def test_pcs_tip_body_frequency_matches_spring_mass(pcs_tip_body):
     np.testing.assert_allclose(np.asarray(res.omega), expected, rtol=3e-6)  # measured +2e-7, +1e-6
 
 
+@pytest.fixture(scope="module")
+def pcs_propped():
+    """The PCS cantilever with the tip body welded to its tip and its segment end 1 (mid-span)
+    pinned to the world (RodPin(0, 1)): static equilibrium under gravity."""
+    body = RigidBody("tip", PCS_TIP_MASS, [PCS_TIP_J] * 3, position=[PCS_L, 0.0, 0.0])
+    system = HybridSystem([PCSModel(_pcs_rod())], [body], attachments=[RodClamp(0, -1, "tip"), RodPin(0, 1)],
+                          gravity=(0.0, 0.0, -G))
+    state, _ = jaxrod.solve_static(system, solver=jaxrod.NewtonSolver(rtol=0.0, atol=1e-13))
+    return system, state
+
+
+def test_pcs_mid_span_pin_closed_form(pcs_propped):
+    """Linear PCS statics of 2 segments of length l (curvature k_i, shear g_i, energy
+    sum l (EI k_i^2 + GA g_i^2) / 2), tip load P, mid-span held by an upward pin force F: the
+    mid-span deflection k_1 l^2 / 2 + g_1 l = 0 and stationarity give
+    k_1 = P l / (EI + GA l^2 / 4), F = P + GA l k_1 / 2 (3 P with shear locking), and the tip sags by
+    k_1 l^2 + P l^3 / (4 EI) + P l / GA. The pin multiplier is the force of the rod on the world."""
+    system, state = pcs_propped
+    EI = PCS_E * np.pi * PCS_R**4 / 4
+    GA = PCS_E / 3 * np.pi * PCS_R**2
+    P, ell = PCS_TIP_MASS * G, PCS_L / 2
+    k1 = P * ell / (EI + GA * ell**2 / 4)
+    sag = k1 * ell**2 + P * ell**3 / (4 * EI) + P * ell / GA
+    obs = system.observe(state.q, state.v, state.aux)
+    xb = np.asarray(system.body_positions(obs["positions"]))[0]
+    assert abs(-xb[2] / sag - 1) < 1e-5, (xb, sag)
+    mid = np.asarray(system.rods[0].segment_end_poses(system.split(state.q)[0][0])[1])[1]
+    assert np.abs(mid - [ell, 0.0, 0.0]).max() < 1e-12
+    lam = np.asarray(system.split(state.q)[2])
+    pin, weld = (lam[r] for r in system.attachment_rows()[::-1])
+    np.testing.assert_allclose(pin, [0.0, 0.0, -(P + GA * ell * k1 / 2)], rtol=0, atol=1e-5 * P)
+    np.testing.assert_allclose(weld[:3], [0.0, 0.0, P], rtol=0, atol=1e-9 * P)
+
+
 # ----------------------------------------------------------------------------- rod pendulums
 PEND_L, THETA0 = 0.5, 0.1
 HUB_J = 2e-3  # kg m^2 about the hinge

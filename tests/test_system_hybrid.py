@@ -230,12 +230,12 @@ def test_pcs_mid_span_pin_closed_form(pcs_propped):
     sag = k1 * ell**2 + P * ell**3 / (4 * EI) + P * ell / GA
     obs = system.observe(state.q, state.v, state.aux)
     xb = np.asarray(system.body_positions(obs["positions"]))[0]
-    assert abs(-xb[2] / sag - 1) < 1e-5, (xb, sag)
+    assert abs(-xb[2] / sag - 1) < 1e-5, (xb, sag)  # measured 5e-7
     mid = np.asarray(system.rods[0].segment_end_poses(system.split(state.q)[0][0])[1])[1]
     assert np.abs(mid - [ell, 0.0, 0.0]).max() < 1e-12
     lam = np.asarray(system.split(state.q)[2])
     pin, weld = (lam[r] for r in system.attachment_rows()[::-1])
-    np.testing.assert_allclose(pin, [0.0, 0.0, -(P + GA * ell * k1 / 2)], rtol=0, atol=1e-5 * P)
+    np.testing.assert_allclose(pin, [0.0, 0.0, -(P + GA * ell * k1 / 2)], rtol=0, atol=1e-5 * P)  # measured 4e-6 P
     np.testing.assert_allclose(weld[:3], [0.0, 0.0, P], rtol=0, atol=1e-9 * P)
 
 

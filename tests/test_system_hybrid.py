@@ -2,7 +2,9 @@
 a cantilever carrying a tip body (spring-mass frequency, static deflection under gravity with a
 tip moment), rod pendulums (pinned to the world; clamped to a body on a revolute joint), a
 three-rod Stewart-Gough plate (lateral and axial stiffness, force balance of the multipliers),
-gradients against central differences, and the attachment errors.
+a PCS cantilever whose tip frame is welded to a body (static sag and frequency vs the PCS closed
+forms, the plain PCS model with a tip force), gradients against central differences, and the
+attachment errors.
 
 Each mechanism compiles one program (module-scoped fixtures). Expected values are closed forms
 computed here with numpy; constraint checks use the saved positions and frames."""
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 import jaxrod
+from jaxrod.models.pcs import PCSModel, PCSRod
 from jaxrod.system import HybridSystem, Revolute, RigidBody, RodClamp, RodPin
 
 SOLVER = jaxrod.NewtonSolver(rtol=0.0, atol=1e-12)
@@ -129,6 +132,111 @@ def test_multipliers_are_the_clamp_forces(tip_bodies):
     m_rod = RHO * np.pi * RADIUS**2 * LENGTH * (N_NODES - 1) / (N_NODES - 2)  # nodes span L + dl
     assert abs((tip[2] + tip[5]) / (TIP_MASS * G) - 1) < 1e-9
     assert abs((root[2] + root[5]) / (-(TIP_MASS + m_rod) * G) - 1) < 1e-9
+
+
+# ------------------------------------------------------------- a PCS cantilever carrying a tip body
+PCS_L, PCS_R, PCS_E, PCS_SEGMENTS = 1.0, 0.01, 1e9, 2
+PCS_TIP_MASS = 1e-3  # kg: deflection 4e-4 L (geometric nonlinearity ~1e-7)
+PCS_RHO = 1e-5  # kg/m^3: rod mass 3e-6 M, its weight shifts the tip by ~1e-6 of the body's
+PCS_TIP_J = 1e-9  # kg m^2: the body's rotary inertia (lowers the frequency by 1.3e-6)
+
+
+def _pcs_rod():
+    return PCSRod.circular(PCS_L, PCS_SEGMENTS, PCS_R, youngs_modulus=PCS_E, density=PCS_RHO)
+
+
+@pytest.fixture(scope="module")
+def pcs_tip_body():
+    """A PCS cantilever along x (base clamped by the model at the origin) whose tip frame is
+    welded (RodClamp(0, -1)) to a near point mass centred on it, gravity -z: static equilibrium;
+    the same rod with the body's weight as its own dead tip wrench; and the modes of the system
+    without gravity about its reference state (the loaded linearisation of this near-massless rod
+    is conditioned to ~1e-5 only: measured -1.7e-5 and -8.8e-6)."""
+    body = RigidBody("tip", PCS_TIP_MASS, [PCS_TIP_J] * 3, position=[PCS_L, 0.0, 0.0])
+
+    def build(g):
+        return HybridSystem([PCSModel(_pcs_rod())], [body], attachments=[RodClamp(0, -1, "tip")], gravity=(0.0, 0.0, g))
+
+    system = build(-G)
+    solver = jaxrod.NewtonSolver(rtol=0.0, atol=1e-13)
+    state, _ = jaxrod.solve_static(system, solver=solver)
+    plain = PCSModel(_pcs_rod(), gravity=(0.0, 0.0, -G), tip_wrench=(0, 0, 0, 0, 0, -PCS_TIP_MASS * G))
+    plain_state, _ = jaxrod.solve_static(plain, solver=solver)
+    free = build(0.0)
+    return system, state, jaxrod.modal(free, free.initial_state(), n_modes=2), plain, plain_state
+
+
+def _pcs_tip_stiffness():
+    """PCS tip stiffness of n constant-strain segments (bending 1 - 1/(4 n^2) of Euler-Bernoulli's
+    compliance, plus shear)."""
+    EI = PCS_E * np.pi * PCS_R**4 / 4
+    GA = PCS_E / 3 * np.pi * PCS_R**2  # G = E / 3 (the default Poisson ratio 0.5)
+    return 1 / (PCS_L**3 / (3 * EI) * (1 - 1 / (4 * PCS_SEGMENTS**2)) + PCS_L / GA)
+
+
+def test_pcs_tip_body_static_deflection_and_weld(pcs_tip_body):
+    """The body sags by M g / k (PCS closed form), exactly as the plain PCS model with the weight
+    as a dead tip force; the clamp multipliers are the weight (force up on the body, no torque:
+    the body is centred on the tip) and the weld holds in position and rotation."""
+    system, state, _, plain, plain_state = pcs_tip_body
+    P = PCS_TIP_MASS * G
+    obs = system.observe(state.q, state.v, state.aux)
+    xb = np.asarray(system.body_positions(obs["positions"]))[0]
+    assert abs(-xb[2] / (P / _pcs_tip_stiffness()) - 1) < 1e-5, (xb, P / _pcs_tip_stiffness())  # measured 1e-6
+    q_rod = np.asarray(system.split(state.q)[0][0])
+    np.testing.assert_allclose(q_rod, np.asarray(plain_state.q), rtol=0, atol=1e-9 * np.abs(q_rod).max())
+    R_tip, p_tip = (np.asarray(v)[-1] for v in plain.segment_end_poses(jnp.asarray(q_rod)))
+    assert np.abs(xb - p_tip).max() < 1e-12
+    R_body = _rotations(system.body_frames(obs["frames"]))[0]
+    assert np.abs(R_body - R_tip).max() < 1e-12  # both frames started as the identity
+    lam = np.asarray(system.split(state.q)[2])
+    np.testing.assert_allclose(lam[:3], [0.0, 0.0, P], rtol=0, atol=1e-9 * P)
+    assert np.abs(lam[3:]).max() < 1e-9 * P * PCS_L
+
+
+def test_pcs_tip_body_frequency_matches_spring_mass(pcs_tip_body):
+    """The two bending modes (y and z, a round section) of the near-massless PCS spring carrying
+    the body: omega^2 = k / (M + J (theta / delta)^2) (Rayleigh), where the tip turns by
+    theta = P L^2 / (2 EI) (the mean curvatures of the 2 segments, 3 P L / 4 EI and P L / 4 EI)
+    while the bending deflection is 15/16 P L^3 / (3 EI): theta / delta = 1.6 / L."""
+    _, _, res, _, _ = pcs_tip_body
+    assert PCS_SEGMENTS == 2  # the ratio 1.6 / L below is for 2 segments
+    expected = np.sqrt(_pcs_tip_stiffness() / (PCS_TIP_MASS + PCS_TIP_J * (1.6 / PCS_L) ** 2))
+    np.testing.assert_allclose(np.asarray(res.omega), expected, rtol=3e-6)  # measured +2e-7, +1e-6
+
+
+@pytest.fixture(scope="module")
+def pcs_propped():
+    """The PCS cantilever with the tip body welded to its tip and its segment end 1 (mid-span)
+    pinned to the world (RodPin(0, 1)): static equilibrium under gravity."""
+    body = RigidBody("tip", PCS_TIP_MASS, [PCS_TIP_J] * 3, position=[PCS_L, 0.0, 0.0])
+    system = HybridSystem([PCSModel(_pcs_rod())], [body], attachments=[RodClamp(0, -1, "tip"), RodPin(0, 1)],
+                          gravity=(0.0, 0.0, -G))
+    state, _ = jaxrod.solve_static(system, solver=jaxrod.NewtonSolver(rtol=0.0, atol=1e-13))
+    return system, state
+
+
+def test_pcs_mid_span_pin_closed_form(pcs_propped):
+    """Linear PCS statics of 2 segments of length l (curvature k_i, shear g_i, energy
+    sum l (EI k_i^2 + GA g_i^2) / 2), tip load P, mid-span held by an upward pin force F: the
+    mid-span deflection k_1 l^2 / 2 + g_1 l = 0 and stationarity give
+    k_1 = P l / (EI + GA l^2 / 4), F = P + GA l k_1 / 2 (3 P with shear locking), and the tip sags by
+    k_1 l^2 + P l^3 / (4 EI) + P l / GA. The pin multiplier is the force of the rod on the world."""
+    system, state = pcs_propped
+    EI = PCS_E * np.pi * PCS_R**4 / 4
+    GA = PCS_E / 3 * np.pi * PCS_R**2
+    P, ell = PCS_TIP_MASS * G, PCS_L / 2
+    k1 = P * ell / (EI + GA * ell**2 / 4)
+    sag = k1 * ell**2 + P * ell**3 / (4 * EI) + P * ell / GA
+    obs = system.observe(state.q, state.v, state.aux)
+    xb = np.asarray(system.body_positions(obs["positions"]))[0]
+    assert abs(-xb[2] / sag - 1) < 1e-5, (xb, sag)  # measured 5e-7
+    mid = np.asarray(system.rods[0].segment_end_poses(system.split(state.q)[0][0])[1])[1]
+    assert np.abs(mid - [ell, 0.0, 0.0]).max() < 1e-12
+    lam = np.asarray(system.split(state.q)[2])
+    pin, weld = (lam[r] for r in system.attachment_rows()[::-1])
+    np.testing.assert_allclose(pin, [0.0, 0.0, -(P + GA * ell * k1 / 2)], rtol=0, atol=1e-5 * P)  # measured 4e-6 P
+    np.testing.assert_allclose(weld[:3], [0.0, 0.0, P], rtol=0, atol=1e-9 * P)
 
 
 # ----------------------------------------------------------------------------- rod pendulums
@@ -325,6 +433,12 @@ def _rod(n=5):
         (dict(rods=[jaxrod.DERModel(_rod().rod, gravity=(0, 0, -1.0))], gravity=(0, 0, -G)),
          r"rods\[0\]\.gravity = \[0\.0, 0\.0, -1\.0\] differs from HybridSystem\.gravity"),
         (dict(attachments=["pin"]), r"attachments\[0\] must be a RodPin or RodClamp, got str"),
+        (dict(rods=[PCSModel(_pcs_rod())], attachments=[RodClamp(0, 0, "plate")]),
+         r"RodClamp\)\.edge = 0 is the base \(segment end 0\) of rods\[0\], a PCSModel: its base is clamped at "
+         r"base_position / base_rotation by the model and cannot ride on a body; attach a segment end 1\.\.2"),
+        (dict(rods=[PCSModel(_pcs_rod())], attachments=[RodPin(0, -3)]), r"RodPin\)\.node = -3 is the base"),
+        (dict(rods=[PCSModel(_pcs_rod())], attachments=[RodPin(0, 3)]),
+         r"node = 3 is out of range: rods\[0\] is a PCSModel of 2 segments, ends 0\.\.2"),
     ],
 )
 def test_bad_attachments_are_refused(kwargs, message):

@@ -1,8 +1,9 @@
 """Rods attached to rigid bodies (and to the world): :class:`HybridSystem`, :class:`RodPin`,
 :class:`RodClamp`.
 
-A :class:`HybridSystem` is one implicit model made of DER rods (:class:`~jaxrod.DERModel`, or a
-:class:`~jaxrod.models.der.network.DERNetwork` for pins), rigid bodies and joints (the
+A :class:`HybridSystem` is one implicit model made of rods (:class:`~jaxrod.DERModel`, a
+:class:`~jaxrod.models.der.network.DERNetwork` for pins, or a PCS rod
+:class:`~jaxrod.models.pcs.PCSModel` attached by a segment end), rigid bodies and joints (the
 :class:`~jaxrod.system.MultibodySystem` of those bodies) and *attachments* that tie rod nodes or
 edges to a body or to the world. It runs through the unchanged :func:`jaxrod.simulate`, its
 implicit schemes and implicit differentiation.
@@ -32,7 +33,18 @@ attachment          rows  constraint (``x_b``, ``R`` the body's position and rot
                           ``e`` ride with the body; ``m1_e . (R b_2)``: the edge's material
                           director ``m1`` stays normal to the body-fixed copy ``b_2`` of its
                           initial ``m2`` (the twist follows the body)
+PCS :class:`RodPin`    3  ``p_k - (x_b + R r)``: segment end ``k`` (forward kinematics) at a body
+                          point
+PCS :class:`RodClamp`  6  ``p_k - (x_b + R r)`` and ``vee(skew(E))``, ``E = (R C)^T R_k``: the
+                          segment-end frame ``R_k`` follows the body-fixed copy ``C`` of its
+                          initial frame (``vee(skew(E))`` is the sine of the rotation error, with
+                          derivative ``I`` at ``E = I``, so the rows stay independent)
 =================  =====  ==========================================================================
+
+A rod kind enters through what the system asks of it (``_point_pose``: position and frame at an
+attachment point, from the rod's own kinematics): DER nodes are rows of ``q``, PCS segment ends
+come from :meth:`~jaxrod.models.pcs.PCSModel.segment_end_poses`. The PCS base (segment end 0) is
+clamped at the model's base pose and is refused as an attachment point.
 
 Why the welded end is written this way. A DER clamp (``DERModel(clamped_edges=...)``) prescribes
 both nodes of the clamped edge and its twist angle: the clamp acts at the edge's midpoint and the
@@ -51,7 +63,9 @@ singular; two attachments on the same node would, and are refused.
 Multipliers (:meth:`HybridSystem.multipliers`, :meth:`HybridSystem.attachment_rows`): the rows of
 an attachment are the force [N] (world frame) that the rod exerts on the body at node ``i`` (pin)
 or at nodes ``e``, ``e + 1`` (clamp rows 0-2, 3-5), ``-lambda`` on the rod; the clamp's last row is
-a torque-like multiplier [N m] about the edge.
+a torque-like multiplier [N m] about the edge. A PCS clamp's rows 0-2 are the force [N] (world
+frame) the rod exerts on the body at the segment end, rows 3-5 its torque [N m] about that point in
+the welded frame (the columns of ``R_k``).
 
 Jacobian structure. ``[[K_rod, 0, G_rod^T], [0, K_body, G_body^T], [G_rod, G_body, 0]]``: each rod
 block is banded (half-bandwidth 10), each attachment couples 2 nodes of one rod (8 columns) to one
@@ -77,7 +91,7 @@ pendulum to 1.4e-4. A three-rod Stewart-Gough plate matches the discrete fixed-g
 stiffness to 5e-4, the axial ``3 EA / (L - dl)`` to 1e-12 and the yaw stiffness (rod torsion
 through the twist rows plus bending) to 2e-3; its clamp multipliers balance the load to 1e-6.
 
-Not done: PCS rods attached to bodies (a constraint on the PCS forward kinematics), clamps on
+Not done: PCS bases on moving bodies (the PCS model clamps its base itself), clamps on
 :class:`~jaxrod.models.der.network.DERNetwork` edges (pins on network nodes are implemented but
 not yet covered by a test), the structured solver above, velocity-level projection of the
 initial state.
@@ -99,6 +113,8 @@ from ..geometry import normalize, parallel_transport
 from ..models.base import AbstractImplicitModel, State
 from ..models.der.dynamics import DERModel
 from ..models.der.network import DERNetwork
+from ..models.pcs.dynamics import PCSModel
+from ..models.pcs.kinematics import forward_kinematics
 from ..solvers.jacobian import DenseJacobianSolver
 from .multibody import MultibodySystem
 
@@ -123,7 +139,9 @@ class AbstractRodAttachment(eqx.Module):
 class RodPin(AbstractRodAttachment):
     """Node ``node`` of rod ``rod`` shares a point with ``body`` (or the world): position only, a
     ball joint (3 rows). ``node`` may be negative (from the end); on a
-    :class:`~jaxrod.models.der.network.DERNetwork` it is a global node id."""
+    :class:`~jaxrod.models.der.network.DERNetwork` it is a global node id; on a
+    :class:`~jaxrod.models.pcs.PCSModel` it is a segment end ``1..n`` (``-1``: the tip; ``0``, the
+    base, is clamped by the model itself)."""
 
     node: int = eqx.field(static=True)
     n_constraints: ClassVar[int] = 3
@@ -136,7 +154,10 @@ class RodClamp(AbstractRodAttachment):
     """Edge ``edge`` of DER rod ``rod`` welded to ``body`` (or the world): both of its nodes and
     its material frame follow the body (7 rows). As with ``DERModel(clamped_edges=...)`` the
     clamp point is the edge's midpoint; ``edge=0`` is the start of the rod, ``edge=-1`` its end.
-    DER rods (:class:`~jaxrod.DERModel`) only."""
+
+    On a :class:`~jaxrod.models.pcs.PCSModel` ``edge`` names a segment end ``1..n`` (``-1``: the
+    tip) whose frame is welded to the body: position and rotation (6 rows). The PCS base (``0``)
+    is clamped at the model's base pose and cannot be attached."""
 
     edge: int = eqx.field(static=True)
     n_constraints: ClassVar[int] = 7
@@ -154,14 +175,57 @@ def _rod_nodes(model):
     return model.n_nodes if isinstance(model, DERNetwork) else model.rod.n_nodes
 
 
+# ---- what HybridSystem asks of a rod model: its coordinates' shape, its attachment points and what
+# it saves. DER rods attach at nodes (q rows); PCS rods at the segment ends of their forward
+# kinematics (point 0 is the base the PCS model clamps itself).
+def _q_shape(model):
+    if isinstance(model, PCSModel):
+        return (int(model.rod.n_segments) * model.n_modes,)
+    return model.q0.shape
+
+
+def _n_points(model):
+    """Number of attachment points: DER nodes, or PCS segment ends ``0..n``."""
+    return int(model.rod.n_segments) + 1 if isinstance(model, PCSModel) else _rod_nodes(model)
+
+
+def _point_pose(model, q, k):
+    """Attachment point ``k`` from the rod's own kinematics: position ``(3,)`` [m] and rotation
+    ``(3, 3)`` (columns: cross-section axes, rod axis first), or ``None`` for a DER node (no frame)."""
+    if isinstance(model, PCSModel):
+        R, p = model.segment_end_poses(q)
+        return p[k], R[k]
+    return q[k, :3], None
+
+
+def _n_observed(model):
+    if isinstance(model, PCSModel):
+        return int(model.rod.n_segments) * int(model.points_per_segment) + 1
+    return _rod_nodes(model)
+
+
+def _observe_rod(model, q, v, aux):
+    """``positions (N, 3)`` and ``frames (N - 1, 3, 3)`` (rows ``m1, m2, tangent``) of one rod. A PCS
+    model saves no frames of its own: its cross-section axes ``(y, z, x)`` at the first ``N - 1``
+    sample points play the DER edge frames' part."""
+    obs = model.observe(q, v, aux)
+    if not isinstance(model, PCSModel):
+        return obs["positions"], obs["frames"]
+    poses = forward_kinematics(model.strains(q), model.rod.segment_lengths,
+                               (model.base_rotation, model.base_position), int(model.points_per_segment))
+    R = poses.R[:-1]
+    return obs["positions"], jnp.stack([R[..., 1], R[..., 2], R[..., 0]], axis=-2)
+
+
 class HybridSystem(AbstractImplicitModel):
     """DER rods, rigid bodies and joints coupled by attachments (see the module docstring).
 
     Arguments:
-        rods: sequence of :class:`~jaxrod.DERModel` (pins and clamps) or
-            :class:`~jaxrod.models.der.network.DERNetwork` (pins) with their own material, loads,
-            damping and boundary conditions (their fixed nodes stay prescribed; an attachment may
-            not use them).
+        rods: sequence of :class:`~jaxrod.DERModel` (pins and clamps),
+            :class:`~jaxrod.models.der.network.DERNetwork` (pins) or
+            :class:`~jaxrod.models.pcs.PCSModel` (pins and clamps at segment ends ``1..n``) with
+            their own material, loads, damping and boundary conditions (their fixed nodes, and
+            the PCS base, stay prescribed; an attachment may not use them).
         bodies: sequence of :class:`~jaxrod.system.RigidBody` (may be empty).
         joints: joints between the bodies (:mod:`jaxrod.system.joints`).
         attachments: sequence of :class:`RodPin` / :class:`RodClamp`.
@@ -172,7 +236,7 @@ class HybridSystem(AbstractImplicitModel):
     Raises:
         ValueError: naming the argument, its value and what is allowed, for an unknown body, a rod
             or node/edge index out of range, a clamp on a network, an attachment on a node the
-            rod itself fixes, a node attached twice, or inconsistent gravity.
+            rod itself fixes (or on a PCS base), a node attached twice, or inconsistent gravity.
 
     Observed (:meth:`observe`; split a :class:`~jaxrod.simulate.Trajectory` with
     :meth:`rod_positions`, :meth:`body_positions`, :meth:`body_frames`): ``positions`` are all rod
@@ -186,8 +250,11 @@ class HybridSystem(AbstractImplicitModel):
     pin_anchors: jax.Array
     clamp_anchors: jax.Array
     clamp_normals: jax.Array
+    weld_anchors: jax.Array
+    weld_rotations: jax.Array
     pin_index: tuple = eqx.field(static=True)
     clamp_index: tuple = eqx.field(static=True)
+    weld_index: tuple = eqx.field(static=True)
 
     def __init__(self, rods, bodies=(), joints=(), attachments=(), gravity=(0.0, 0.0, 0.0), loads=None):
         rods, bodies, attachments = tuple(rods), tuple(bodies), tuple(attachments)
@@ -198,9 +265,9 @@ class HybridSystem(AbstractImplicitModel):
             raise ValueError("HybridSystem.rods must contain at least one rod model, got none (use MultibodySystem)")
         out = []
         for k, m in enumerate(rods):
-            if not isinstance(m, (DERModel, DERNetwork)):
+            if not isinstance(m, (DERModel, DERNetwork, PCSModel)):
                 raise ValueError(
-                    f"HybridSystem.rods[{k}] must be a jaxrod.DERModel or DERNetwork, got {type(m).__name__}"
+                    f"HybridSystem.rods[{k}] must be a jaxrod.DERModel, DERNetwork or PCSModel, got {type(m).__name__}"
                 )
             mg = np.asarray(m.gravity) if not isinstance(m.gravity, jax.core.Tracer) else None
             if g is not None and mg is not None and np.any(mg != 0) and not np.allclose(mg, g):
@@ -215,7 +282,7 @@ class HybridSystem(AbstractImplicitModel):
             raise ValueError("HybridSystem.joints given without bodies: joints connect RigidBody instances")
         names = [b.name for b in bodies]
         body_id = {n: i for i, n in enumerate(names)}
-        pins, clamps, used = [], [], {}
+        pins, clamps, welds, used = [], [], [], {}
         for k, a in enumerate(attachments):
             owner = f"HybridSystem.attachments[{k}] ({type(a).__name__})"
             if not isinstance(a, AbstractRodAttachment):
@@ -229,8 +296,19 @@ class HybridSystem(AbstractImplicitModel):
             else:
                 raise ValueError(f"{owner}.body = {a.body!r} names no body; bodies are {names} (or None / 'world')")
             model = self.rods[a.rod]
-            n = _rod_nodes(model)
-            if isinstance(a, RodPin):
+            n = _n_points(model)
+            if isinstance(model, PCSModel):
+                name, value = ("node", a.node) if isinstance(a, RodPin) else ("edge", a.edge)
+                i = _index(owner, name, value, n, f"rods[{a.rod}] is a PCSModel of {n - 1} segments, ends 0..{n - 1}")
+                if i == 0:
+                    raise ValueError(
+                        f"{owner}.{name} = {value} is the base (segment end 0) of rods[{a.rod}], a PCSModel: its base "
+                        f"is clamped at base_position / base_rotation by the model and cannot ride on a body; attach a "
+                        f"segment end 1..{n - 1} (-1: the tip), or build the rod from its other end"
+                    )
+                nodes = (i,)
+                (pins if isinstance(a, RodPin) else welds).append((a.rod, i, b))
+            elif isinstance(a, RodPin):
                 nodes = (_index(owner, "node", a.node, n, f"rods[{a.rod}] has {n} nodes"),)
                 pins.append((a.rod, nodes[0], b))
             else:
@@ -246,7 +324,7 @@ class HybridSystem(AbstractImplicitModel):
                 nodes = (e, e + 1)
                 clamps.append((a.rod, e, b))
             for i in nodes:
-                if i in model.fixed_nodes:
+                if i in getattr(model, "fixed_nodes", ()):
                     raise ValueError(
                         f"{owner}: node {i} of rods[{a.rod}] is already fixed by the rod's own boundary conditions "
                         f"(fixed_nodes / clamped_edges = {model.fixed_nodes}); attach a free node or drop the rod's clamp"
@@ -258,10 +336,12 @@ class HybridSystem(AbstractImplicitModel):
                     )
                 used[a.rod, i] = k
         self.attachments, self.pin_index, self.clamp_index = attachments, tuple(pins), tuple(clamps)
+        self.weld_index = tuple(welds)
         # body-frame copies of the attached points and of the clamped edges' m2, at assembly
         x0 = [b.position for b in bodies] + [jnp.zeros(3)]
         R0 = [b.rotation() for b in bodies] + [jnp.eye(3)]
-        pa = [R0[b].T @ (self.rods[r].q0[i, :3] - x0[b]) for r, i, b in pins]
+        q0 = [m.initial_state().q for m in self.rods]
+        pa = [R0[b].T @ (_point_pose(self.rods[r], q0[r], i)[0] - x0[b]) for r, i, b in pins]
         ca, cn = [], []
         for r, e, b in clamps:
             m = self.rods[r]
@@ -271,12 +351,19 @@ class HybridSystem(AbstractImplicitModel):
         self.pin_anchors = jnp.stack(pa) if pa else jnp.zeros((0, 3))
         self.clamp_anchors = jnp.stack(ca) if ca else jnp.zeros((0, 2, 3))
         self.clamp_normals = jnp.stack(cn) if cn else jnp.zeros((0, 3))
+        wa, wr = [], []
+        for r, i, b in welds:
+            p, R = _point_pose(self.rods[r], q0[r], i)
+            wa.append(R0[b].T @ (p - x0[b]))
+            wr.append(R0[b].T @ R)
+        self.weld_anchors = jnp.stack(wa) if wa else jnp.zeros((0, 3))
+        self.weld_rotations = jnp.stack(wr) if wr else jnp.zeros((0, 3, 3))
 
     # ---- sizes and packing ------------------------------------------------------------------------
     @property
     def rod_sizes(self) -> tuple:
         """Length of each rod's flattened ``q``."""
-        return tuple(int(np.prod(m.q0.shape)) for m in self.rods)
+        return tuple(int(np.prod(_q_shape(m))) for m in self.rods)
 
     @property
     def n_bodies(self) -> int:
@@ -284,7 +371,7 @@ class HybridSystem(AbstractImplicitModel):
 
     @property
     def n_attachment_rows(self) -> int:
-        return 3 * len(self.pin_index) + 7 * len(self.clamp_index)
+        return 3 * len(self.pin_index) + 7 * len(self.clamp_index) + 6 * len(self.weld_index)
 
     @property
     def n_coordinates(self) -> int:
@@ -297,7 +384,7 @@ class HybridSystem(AbstractImplicitModel):
         attachment multipliers (n_attachment_rows,))``."""
         parts, start = [], 0
         for m, s in zip(self.rods, self.rod_sizes):
-            parts.append(q[start : start + s].reshape(m.q0.shape))
+            parts.append(q[start : start + s].reshape(_q_shape(m)))
             start += s
         n_att = self.n_attachment_rows
         return tuple(parts), q[start : q.shape[0] - n_att], q[q.shape[0] - n_att :]
@@ -307,12 +394,16 @@ class HybridSystem(AbstractImplicitModel):
 
     def attachment_rows(self) -> tuple:
         """Per attachment (in the order given), the ``slice`` of its rows in the multiplier block
-        (pins first, then clamps, each in the order given)."""
+        (pins first, then DER clamps, then PCS clamps, each in the order given)."""
         rows, p, c = [], 0, 3 * len(self.pin_index)
+        w = c + 7 * len(self.clamp_index)
         for a in self.attachments:
             if isinstance(a, RodPin):
                 rows.append(slice(p, p + 3))
                 p += 3
+            elif isinstance(self.rods[a.rod], PCSModel):
+                rows.append(slice(w, w + 6))
+                w += 6
             else:
                 rows.append(slice(c, c + 7))
                 c += 7
@@ -333,7 +424,7 @@ class HybridSystem(AbstractImplicitModel):
         rows = []
         if self.pin_index:
             r, i, b = (np.asarray(v) for v in zip(*self.pin_index))
-            P = jnp.stack([rod_qs[rr][ii, :3] for rr, ii in zip(r, i)])
+            P = jnp.stack([_point_pose(self.rods[rr], rod_qs[rr], ii)[0] for rr, ii in zip(r, i)])
             rows.append(jnp.ravel(P - x[b] - jnp.einsum("nij,nj->ni", R[b], self.pin_anchors)))
         if self.clamp_index:
             r, e, b = (np.asarray(v) for v in zip(*self.clamp_index))
@@ -349,6 +440,15 @@ class HybridSystem(AbstractImplicitModel):
             m1 = jnp.cos(theta)[:, None] * d1 + jnp.sin(theta)[:, None] * jnp.cross(t, d1)
             tw = jnp.sum(m1 * jnp.einsum("nij,nj->ni", R[b], self.clamp_normals), axis=-1)
             rows.append(jnp.concatenate([(X0 - B[:, 0]), (X1 - B[:, 1]), tw[:, None]], axis=1).ravel())
+        if self.weld_index:
+            r, i, b = (np.asarray(v) for v in zip(*self.weld_index))
+            P, Rt = (jnp.stack(v) for v in zip(*(_point_pose(self.rods[rr], rod_qs[rr], ii) for rr, ii in zip(r, i))))
+            # E = (R_b C)^T R_tip is I when the weld holds; the skew part of E is its rotation
+            # error, smooth through zero with derivative I there
+            E = jnp.einsum("njk,nij,nil->nkl", self.weld_rotations, R[b], Rt)
+            err = 0.5 * jnp.stack([E[:, 2, 1] - E[:, 1, 2], E[:, 0, 2] - E[:, 2, 0], E[:, 1, 0] - E[:, 0, 1]], axis=1)
+            gap = P - x[b] - jnp.einsum("nij,nj->ni", R[b], self.weld_anchors)
+            rows.append(jnp.concatenate([gap, err], axis=1).ravel())
         return jnp.concatenate(rows) if rows else jnp.zeros((0,))
 
     # ---- residual -----------------------------------------------------------------------------------
@@ -439,16 +539,17 @@ class HybridSystem(AbstractImplicitModel):
     def initial_state(self):
         b0 = self._body_part(lambda mb: mb.initial_state(), None)
         zb = jnp.zeros(0)
-        q0 = self.join([m.q0 for m in self.rods], zb if b0 is None else b0.q, jnp.zeros(self.n_attachment_rows))
-        v0 = self.join([m.v0 for m in self.rods], zb if b0 is None else b0.v, jnp.zeros(self.n_attachment_rows))
+        s0 = [m.initial_state() for m in self.rods]
+        q0 = self.join([s.q for s in s0], zb if b0 is None else b0.q, jnp.zeros(self.n_attachment_rows))
+        v0 = self.join([s.v for s in s0], zb if b0 is None else b0.v, jnp.zeros(self.n_attachment_rows))
         return State(q0, v0, self.init_aux(q0))
 
     def observe(self, q, v, aux):
         rq, bq, _ = self.split(q)
         rv, bv, _ = self.split(v)
-        obs = [m.observe(qi, vi, ax) for m, qi, vi, ax in zip(self.rods, rq, rv, aux[:-1])]
-        pos = [o["positions"] for o in obs]
-        frames = [o["frames"] for o in obs]
+        obs = [_observe_rod(m, qi, vi, ax) for m, qi, vi, ax in zip(self.rods, rq, rv, aux[:-1])]
+        pos = [o[0] for o in obs]
+        frames = [o[1] for o in obs]
         if self.multibody is not None:
             ob = self.multibody.observe(bq, bv, aux[-1])
             pos.append(ob["positions"])
@@ -457,7 +558,7 @@ class HybridSystem(AbstractImplicitModel):
 
     # ---- reading results ------------------------------------------------------------------------------
     def _offsets(self):
-        return np.concatenate([[0], np.cumsum([_rod_nodes(m) for m in self.rods])])
+        return np.concatenate([[0], np.cumsum([_n_observed(m) for m in self.rods])])
 
     def rod_positions(self, positions, i):
         """Node positions [m] ``(..., N_i, 3)`` of rod ``i`` from observed ``positions``

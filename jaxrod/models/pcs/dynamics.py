@@ -44,6 +44,7 @@ from .kinematics import (
     forward_kinematics,
     point_twists,
     poses_at,
+    segment_frames,
     segment_velocities,
     tangent_C,
     velocities_at,
@@ -274,6 +275,13 @@ class PCSModel(AbstractImplicitModel):
         the rest shape; ``basis.xi_ref`` is not used)."""
         n = int(self.rod.n_segments)
         return self.basis.strain_rate(q.reshape(n, self.n_modes)) + self.rod.rest_strain
+
+    def segment_end_poses(self, q):
+        """World poses of the segment ends (frames ``{1}..{n+1}``) at coordinates ``q (n m,)``:
+        ``(R (n + 1, 3, 3), p (n + 1, 3) [m])``; index 0 is the clamped base, ``n`` the tip; the
+        columns of ``R`` are the cross-section axes (rod axis first). Attachments to rigid bodies
+        (:class:`jaxrod.system.HybridSystem`) read these."""
+        return segment_frames(self.strains(q), self.rod.segment_lengths, (self.base_rotation, self.base_position))
 
     def strain_rates(self, v):
         return self.basis.strain_rate(v.reshape(int(self.rod.n_segments), self.n_modes))

@@ -99,8 +99,16 @@ from ..geometry import normalize, parallel_transport
 from ..models.base import AbstractImplicitModel, State
 from ..models.der.dynamics import DERModel
 from ..models.der.network import DERNetwork
-from ..solvers.jacobian import DenseJacobianSolver
+from ..solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
+from ..solvers.ordering import level_layout
 from .multibody import MultibodySystem
+from .structure import DENSE_BELOW, layout_linear_solver, multibody_graph
+
+#: The DER stencil: a node's residual rows depend on the nodes at most 2 away (bending at node
+#: ``i`` involves nodes ``i - 1, i, i + 1`` and the twists of edges ``i - 1, i``, stored with nodes
+#: ``i - 1, i``); ``DER_BANDWIDTH = 4 * 2 + 2`` follows from it. Chunks of this many nodes then
+#: couple only to the chunks beside them.
+DER_NODE_REACH = 2
 
 
 class AbstractRodAttachment(eqx.Module):
@@ -434,7 +442,9 @@ class HybridSystem(AbstractImplicitModel):
             self._body_part(lambda mb: mb.update_aux(bq, aux[-1]), None),)
 
     def default_linear_solver(self):
-        return DenseJacobianSolver()
+        """Block-tridiagonal in the :func:`hybrid_layout` order; dense for small or wide systems
+        and for rods that are not banded (see :func:`hybrid_linear_solver`)."""
+        return hybrid_linear_solver(self)
 
     def initial_state(self):
         b0 = self._body_part(lambda mb: mb.initial_state(), None)
@@ -490,3 +500,47 @@ def _index(owner, name, value, n, what):
     if not -n <= value < n:
         raise ValueError(f"{owner}.{name} = {value} is out of range: {what} (allowed 0..{n - 1}, or -{n}..-1 from the end)")
     return int(value) % n
+
+
+def hybrid_layout(system: HybridSystem):
+    """:class:`~jaxrod.solvers.ordering.Layout` of a :class:`HybridSystem`'s unknowns, or ``None``
+    where a rod's Jacobian is not banded (a :class:`~jaxrod.models.der.network.DERNetwork`, whose
+    junctions join arbitrary nodes, or a :class:`~jaxrod.DERModel` with self-contact).
+
+    Coupling graph (:func:`~jaxrod.solvers.ordering.level_layout`): each rod cut into chunks of
+    :data:`DER_NODE_REACH` consecutive nodes (4 unknowns each), an edge between neighbouring
+    chunks; the bodies and joints of :func:`~jaxrod.system.structure.multibody_graph`; each
+    attachment's multiplier rows attached to the chunk(s) of its node(s) and to its body (none for
+    the world). A chain of rods and bodies then has one chunk or body per BFS level.
+    """
+    nodes, edges, attached, first_chunk, start = [], [], [], [], 0
+    for m, size in zip(system.rods, system.rod_sizes):
+        if isinstance(m, DERNetwork) or not isinstance(m.default_linear_solver(), BandedJacobianSolver):
+            return None
+        n, c = m.rod.n_nodes, DER_NODE_REACH
+        first_chunk.append(len(nodes))
+        nodes += [np.arange(start + 4 * a, start + 4 * min(a + c, n)) for a in range(0, n, c)]
+        edges += [(i, i + 1) for i in range(first_chunk[-1], len(nodes) - 1)]
+        start += size
+    first_body = len(nodes)
+    if system.multibody is not None:
+        bn, be, ba = multibody_graph(system.multibody, offset=start, first_node=first_body)
+        nodes, edges, attached = nodes + bn, edges + be, attached + ba
+    row = system.n_coordinates - system.n_attachment_rows
+    for (r, i, b), k in [(p, 3) for p in system.pin_index] + [((r, e, b), 7) for r, e, b in system.clamp_index]:
+        tied = {first_chunk[r] + j // DER_NODE_REACH for j in ((i,) if k == 3 else (i, i + 1))}
+        attached.append((np.arange(row, row + k), sorted(tied) + ([first_body + b] if b >= 0 else [])))
+        row += k
+    return level_layout(system.n_coordinates, nodes, edges, attached)
+
+
+def hybrid_linear_solver(system: HybridSystem, dense_below: int = DENSE_BELOW):
+    """:func:`~jaxrod.system.structure.layout_linear_solver` in the :func:`hybrid_layout` order
+    (block tridiagonal, ``O(size)`` per Newton iteration for chains of rods and bodies), or
+    :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver` for fewer than ``dense_below`` unknowns,
+    for layouts whose block LU costs more than dense LU, and where :func:`hybrid_layout` is
+    ``None``."""
+    layout = hybrid_layout(system)
+    if layout is None:
+        return DenseJacobianSolver()
+    return layout_linear_solver(system.n_coordinates, layout, dense_below)

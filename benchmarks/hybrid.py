@@ -236,25 +236,24 @@ def main():
           f"{a.repeats} timed calls (median (min))\n")
     sizes = [int(s) for s in a.sizes.split(",") if s]
     rows = []
+
+    def run_rows(label, system, layout, structured, with_dense):
+        choices = [("dense", DenseJacobianSolver())] * with_dense + [("structured", structured)]
+        for name, ls in choices:
+            n = system.n_coordinates
+            blocks = f"{layout.n_blocks} x {layout.block_size}" if name == "structured" else f"1 x {n}"
+            rows.append([label, system.n_coordinates, name, blocks]
+                        + bench(system, ls, a.dt, a.steps, a.repeats, a.rtol, a.atol))
+            print(table(HEADER, rows[-1:]).splitlines()[-1], flush=True)
+
     for spec in [s for s in a.rod_chains.split(",") if s]:
         n_rods, n_nodes = (int(x) for x in spec.split("x"))
         system = rod_body_chain(n_rods, n_nodes)
-        layout = hybrid_layout(system)
-        for name, ls in (("dense", DenseJacobianSolver()), ("structured", hybrid_linear_solver(system, dense_below=0))):
-            blocks = f"{layout.n_blocks} x {layout.block_size}" if name == "structured" else "1 x " + str(system.n_coordinates)
-            rows.append([f"{n_rods} rods x {n_nodes} nodes + {n_rods}", system.n_coordinates, name, blocks]
-                        + bench(system, ls, a.dt, a.steps, a.repeats, a.rtol, a.atol))
-            print(table(HEADER, rows[-1:]).splitlines()[-1], flush=True)
+        run_rows(f"{n_rods} rods x {n_nodes} nodes + {n_rods}", system, hybrid_layout(system),
+                 hybrid_linear_solver(system, dense_below=0), True)
     for n in sizes:
         system = pendulum_chain(n, a.joint)
-        layout = multibody_layout(system)
-        choices = [("structured", multibody_linear_solver(system, dense_below=0))]
-        if n <= a.dense_max:
-            choices.insert(0, ("dense", DenseJacobianSolver()))
-        for name, ls in choices:
-            blocks = f"{layout.n_blocks} x {layout.block_size}" if name == "structured" else "1 x " + str(system.n_coordinates)
-            rows.append([n, system.n_coordinates, name, blocks] + bench(system, ls, a.dt, a.steps, a.repeats, a.rtol, a.atol))
-            print(table(HEADER, rows[-1:]).splitlines()[-1], flush=True)
+        run_rows(n, system, multibody_layout(system), multibody_linear_solver(system, dense_below=0), n <= a.dense_max)
     print()
     print(table(HEADER, rows))
     if not a.no_parts and sizes:

@@ -61,8 +61,8 @@ attachment rows ordered by BFS levels of their coupling graph, which makes the N
 tridiagonal (``3 m`` JVPs, block LU): ``O(size)`` per Newton iteration for chains of rods and
 bodies (a 10-rod, 10-block chain of 600 unknowns: blocks of 15). Small systems (under
 :data:`~jaxrod.system.structure.DENSE_BELOW` unknowns), graphs so wide that block LU costs more
-than dense LU (many rods on one body) and rods that are not banded (a :class:`~jaxrod.models.der.network.DERNetwork`, a rod
-with self-contact) use the dense solver.
+than dense LU (many rods on one body) and rods that are not banded (a
+:class:`~jaxrod.models.der.network.DERNetwork`, a rod with self-contact) use the dense solver.
 
 Schemes: as :class:`~jaxrod.system.MultibodySystem` (``AverageVectorField`` default,
 ``ImplicitMidpoint``, ``BackwardEuler``, ``NewmarkBeta(start='rest')``; not schemes that solve for

@@ -515,7 +515,9 @@ def hybrid_layout(system: HybridSystem):
     :data:`DER_NODE_REACH` consecutive nodes (4 unknowns each), an edge between neighbouring
     chunks; the bodies and joints of :func:`~jaxrod.system.structure.multibody_graph`; each
     attachment's multiplier rows attached to the chunk(s) of its node(s) and to its body (none for
-    the world). A chain of rods and bodies then has one chunk or body per BFS level.
+    the world). Levels start from the nodes tied to the world (a world attachment or joint), where
+    there are any, else from an end of the graph's pseudo-diameter. A chain of rods and bodies
+    then has one chunk or body per BFS level.
     """
     nodes, edges, attached, first_chunk, start = [], [], [], [], 0
     for m, size in zip(system.rods, system.rod_sizes):
@@ -530,12 +532,16 @@ def hybrid_layout(system: HybridSystem):
     if system.multibody is not None:
         bn, be, ba = multibody_graph(system.multibody, offset=start, first_node=first_body)
         nodes, edges, attached = nodes + bn, edges + be, attached + ba
-    row = system.n_coordinates - system.n_attachment_rows
+    row, grounded = system.n_coordinates - system.n_attachment_rows, []
     for (r, i, b), k in [(p, 3) for p in system.pin_index] + [((r, e, b), 7) for r, e, b in system.clamp_index]:
-        tied = {first_chunk[r] + j // DER_NODE_REACH for j in ((i,) if k == 3 else (i, i + 1))}
-        attached.append((np.arange(row, row + k), sorted(tied) + ([first_body + b] if b >= 0 else [])))
+        tied = sorted({first_chunk[r] + j // DER_NODE_REACH for j in ((i,) if k == 3 else (i, i + 1))})
+        attached.append((np.arange(row, row + k), tied + ([first_body + b] if b >= 0 else [])))
+        grounded += tied if b < 0 else []
         row += k
-    return level_layout(system.n_coordinates, nodes, edges, attached)
+    if system.multibody is not None:
+        grounded += [first_body + max(p) for p in system.multibody.body_index if min(p) < 0]
+    # from the grounded nodes: block LU then also factors static Jacobians (no mass blocks)
+    return level_layout(system.n_coordinates, nodes, edges, attached, roots=grounded)
 
 
 def hybrid_linear_solver(system: HybridSystem, dense_below: int = DENSE_BELOW):

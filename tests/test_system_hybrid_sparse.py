@@ -36,6 +36,11 @@ def test_layout_is_structured(system):
     lay = hybrid_layout(system)
     assert lay is not None and lay.n_blocks > 2
     assert len(np.unique(lay.slots)) == system.n_coordinates
+    # levels start at the world pin (rod 0's last node, unknowns 16-19) and its 3 rows: each
+    # leading block is then a sub-system held by the world, nonsingular without mass (static
+    # Jacobians)
+    pin = system.n_coordinates - system.n_attachment_rows + np.arange(3)
+    assert np.all(lay.slots[16:20] // lay.block_size == 0) and np.all(lay.slots[pin] // lay.block_size == 0)
     # 90 unknowns: above DENSE_BELOW, the default is the structured solver
     assert isinstance(system.default_linear_solver(), PermutedJacobianSolver)
     assert isinstance(hybrid_linear_solver(system, dense_below=10**6), DenseJacobianSolver)

@@ -5,6 +5,7 @@ Usage::
     python benchmarks/hybrid.py                        # chains of 10, 30, 100, 300, 1000 bodies
     python benchmarks/hybrid.py --sizes 10,30 --dense-max 30 --steps 20 --joint spherical
     python benchmarks/hybrid.py --sizes 10,30,100,300,1000 --dense-max 100 --steps 10 --repeats 1  # the README run
+    python benchmarks/hybrid.py --sizes '' --rod-chains 10x10 --steps 10 --repeats 1 --dt 1e-3  # rods and bodies
 
 Problem: a pendulum chain of ``n`` slender links (0.3 m, 0.5 kg each), hinged end to end by
 revolute joints about y (5 constraint rows each; ``--joint spherical``: ball joints, 3 rows) and to
@@ -27,6 +28,15 @@ and block LU in the body-by-body order of :func:`jaxrod.system.structure.multibo
   should be O(n): the iteration count depends on the motion), failed steps;
 * one Newton linear algebra (build the Jacobian, factor, solve) at the initial state, wall and
   CPU ms, and its compile time: the part of a step that is O(n^3) dense and O(n) structured.
+
+Rods and bodies (``--rod-chains 10x10``, the issue's "10 x 10 rod grid" row): a chain of ``R``
+DER rods of ``N`` nodes each (0.2 m, E 1e8 Pa, radius 3 mm, 1000 kg/m^3) joined end to end
+through ``R`` rigid blocks (0.05 kg): rod 0 clamped to the world at its start, rod ``k`` clamped
+to block ``k`` at its end and rod ``k + 1`` clamped to block ``k`` at its start (:class:`RodClamp`,
+7 rows each), the last block free; a horizontal chain sagging under gravity. ``n_coordinates = 4
+R N + 6 R + 14 R``. Same columns; ``structured`` is
+:func:`jaxrod.system.hybrid.hybrid_linear_solver` forced on, in the :func:`hybrid_layout` order
+(rod chunks of 2 nodes, blocks, clamp rows). ``--sizes ''`` skips the pendulum chains.
 
 A second table times the parts of one structured iteration (residual, Jacobian, block LU, solve)
 each compiled alone, CPU ms, median of 20 calls (skip with ``--no-parts``).
@@ -54,6 +64,8 @@ import numpy as np  # noqa: E402
 import jaxrod  # noqa: E402
 from jaxrod.solvers import DenseJacobianSolver  # noqa: E402
 from jaxrod.system import MultibodySystem, Revolute, RigidBody, Spherical  # noqa: E402
+from jaxrod.system import HybridSystem, RodClamp  # noqa: E402
+from jaxrod.system.hybrid import hybrid_layout, hybrid_linear_solver  # noqa: E402
 from jaxrod.system.structure import multibody_layout, multibody_linear_solver  # noqa: E402
 
 LINK_LENGTH, LINK_MASS, TILT = 0.3, 0.5, 0.7  # m, kg, rad
@@ -76,6 +88,25 @@ def pendulum_chain(n: int, joint: str = "revolute") -> MultibodySystem:
         else:
             joints.append(Spherical(parent, f"link{k}", point=k * L * e))
     return MultibodySystem(bodies, joints, gravity=[0.0, 0.0, -9.81])
+
+
+ROD_LENGTH, BLOCK_GAP = 0.2, 0.05  # m
+
+
+def rod_body_chain(n_rods: int, n_nodes: int) -> HybridSystem:
+    """``n_rods`` DER rods of ``n_nodes`` nodes along x, each welded to the next through a block."""
+    rods, blocks, att = [], [], [RodClamp(0, 0)]
+    pitch = ROD_LENGTH + BLOCK_GAP
+    for k in range(n_rods):
+        rod = jaxrod.DERRod.cantilever(n_nodes, ROD_LENGTH, clamped_ends="both", start=(k * pitch, 0.0, 0.0),
+                                       youngs_modulus=1e8, density=1000.0, radius=3e-3)
+        rods.append(jaxrod.DERModel(rod))
+        blocks.append(RigidBody(f"block{k}", 0.05, [1e-5, 1e-5, 1e-5],
+                                position=(k * pitch + ROD_LENGTH + 0.5 * BLOCK_GAP, 0.0, 0.0)))
+        att.append(RodClamp(k, -1, f"block{k}"))
+        if k > 0:
+            att.append(RodClamp(k, 0, f"block{k - 1}"))
+    return HybridSystem(rods, blocks, attachments=att, gravity=(0.0, 0.0, -9.81))
 
 
 def table(header, rows):
@@ -190,6 +221,7 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--rtol", type=float, default=1e-9)
     p.add_argument("--atol", type=float, default=1e-9)
+    p.add_argument("--rod-chains", default="", help="rod-body chains RxN (R rods of N nodes), e.g. 10x10,3x10")
     p.add_argument("--no-parts", action="store_true", help="skip the table of the parts of one iteration")
     a = p.parse_args()
     try:
@@ -202,24 +234,33 @@ def main():
     print(f"- load average at start (1/5/15 min): {load()}")
     print(f"- chain: {a.joint} joints, dt {a.dt} s, {a.steps} steps, Newton rtol {a.rtol} atol {a.atol}, "
           f"{a.repeats} timed calls (median (min))\n")
+    sizes = [int(s) for s in a.sizes.split(",") if s]
     rows = []
-    for n in [int(s) for s in a.sizes.split(",")]:
-        system = pendulum_chain(n, a.joint)
-        layout = multibody_layout(system)
-        choices = [("structured", multibody_linear_solver(system, dense_below=0))]
-        if n <= a.dense_max:
-            choices.insert(0, ("dense", DenseJacobianSolver()))
+
+    def run_rows(label, system, layout, structured, with_dense):
+        choices = [("dense", DenseJacobianSolver())] * with_dense + [("structured", structured)]
         for name, ls in choices:
-            blocks = f"{layout.n_blocks} x {layout.block_size}" if name == "structured" else "1 x " + str(system.n_coordinates)
-            rows.append([n, system.n_coordinates, name, blocks] + bench(system, ls, a.dt, a.steps, a.repeats, a.rtol, a.atol))
+            n = system.n_coordinates
+            blocks = f"{layout.n_blocks} x {layout.block_size}" if name == "structured" else f"1 x {n}"
+            rows.append([label, system.n_coordinates, name, blocks]
+                        + bench(system, ls, a.dt, a.steps, a.repeats, a.rtol, a.atol))
             print(table(HEADER, rows[-1:]).splitlines()[-1], flush=True)
+
+    for spec in [s for s in a.rod_chains.split(",") if s]:
+        n_rods, n_nodes = (int(x) for x in spec.split("x"))
+        system = rod_body_chain(n_rods, n_nodes)
+        run_rows(f"{n_rods} rods x {n_nodes} nodes + {n_rods}", system, hybrid_layout(system),
+                 hybrid_linear_solver(system, dense_below=0), True)
+    for n in sizes:
+        system = pendulum_chain(n, a.joint)
+        run_rows(n, system, multibody_layout(system), multibody_linear_solver(system, dense_below=0), n <= a.dense_max)
     print()
     print(table(HEADER, rows))
-    if not a.no_parts:
+    if not a.no_parts and sizes:
         print("\nParts of one structured Newton iteration, CPU ms (median of 20 calls, each piece compiled alone):\n")
         head = ["bodies", "unknowns", "residual", "Jacobian (3m JVPs)", "block LU", "solve"]
         prow = []
-        for n in [int(s) for s in a.sizes.split(",")]:
+        for n in sizes:
             system = pendulum_chain(n, a.joint)
             prow.append([n, system.n_coordinates] + parts(system, a.dt))
             print(table(head, prow[-1:]).splitlines()[-1], flush=True)

@@ -49,11 +49,12 @@ class Layout(tuple):
         return self.size // self.block_size
 
 
-def _bfs(adj, root, seen):
-    """Levels ``{node: level}`` of the component of ``root`` (Cuthill-McKee order: neighbours by
-    increasing degree), visiting only nodes not in ``seen``."""
-    level = {root: 0}
-    order, queue = [root], deque([root])
+def _bfs(adj, roots, seen):
+    """Levels ``{node: level}`` of the component of ``roots`` (an int or a list: all at level 0;
+    Cuthill-McKee order: neighbours by increasing degree), visiting only nodes not in ``seen``."""
+    roots = [roots] if isinstance(roots, (int, np.integer)) else list(roots)
+    level = dict.fromkeys(roots, 0)
+    order, queue = list(roots), deque(roots)
     while queue:
         v = queue.popleft()
         for w in sorted(adj[v] - seen - level.keys(), key=lambda u: (len(adj[u]), u)):
@@ -75,7 +76,7 @@ def _peripheral_pair(adj, start, seen):
         root = min((v for v in order if level[v] == far), key=lambda u: (len(adj[u]), u))
 
 
-def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
+def level_layout(n: int, nodes, edges=(), attached=(), roots=()) -> Layout:
     """Block-tridiagonal layout of ``n`` unknowns (see the module docstring).
 
     Arguments:
@@ -86,6 +87,11 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
         attached: ``(unknowns, node_ids)`` pairs: a group of unknowns coupled only to the
             listed nodes (and to itself), which it couples to each other; ``node_ids`` may be
             empty (placed with the first unit).
+        roots: node ids; a component holding some of them is laid out from all of them at level
+            0 instead of from an end of its pseudo-diameter. Rooting at the grounded nodes (those
+            tied to the world) makes every leading block principal submatrix a sub-system tied
+            to the world, nonsingular even without mass blocks (static Jacobians); it may make
+            levels wider.
 
     Every unknown must belong to exactly one node or attached group. Of the two ends of each
     component's pseudo-diameter, the start giving the smaller blocks (then fewer padded
@@ -120,8 +126,13 @@ def level_layout(n: int, nodes, edges=(), attached=()) -> Layout:
     for s in range(k):
         if s in seen:
             continue
-        ends = _peripheral_pair(adj, s, seen)
-        comps.append([_bfs(adj, r, seen) for r in dict.fromkeys(ends)])
+        reach = _bfs(adj, s, seen)[1] if len(roots) else {}
+        grounded = [r for r in dict.fromkeys(int(r) for r in roots) if r in reach]
+        if grounded:
+            comps.append([_bfs(adj, grounded, seen)])
+        else:
+            ends = _peripheral_pair(adj, s, seen)
+            comps.append([_bfs(adj, r, seen) for r in dict.fromkeys(ends)])
         seen |= comps[-1][0][1].keys()
     comp_of = np.empty(k, np.int64)
     for c, options in enumerate(comps):

@@ -35,22 +35,36 @@ def coupled_body_pairs(system):
     return [p for p in tuple(system.body_index) + tuple(system.forces.ends) if min(p) >= 0]
 
 
-def multibody_layout(system):
-    """:class:`~jaxrod.solvers.ordering.Layout` of ``system``'s unknowns ``[x, psi, mu]``."""
-    nb = system.n_bodies
-    nodes = [np.r_[3 * b : 3 * b + 3, 3 * nb + 3 * b : 3 * nb + 3 * b + 3] for b in range(nb)]
+def multibody_graph(system, offset: int = 0, first_node: int = 0):
+    """Coupling graph of ``system``'s unknowns ``[x, psi, mu]`` for
+    :func:`~jaxrod.solvers.ordering.level_layout`: ``(nodes, edges, attached)`` with unknown
+    indices shifted by ``offset`` and node ids by ``first_node`` (a system embedded in a bigger
+    one, :class:`~jaxrod.system.HybridSystem`)."""
+    nb, o = system.n_bodies, offset
+    nodes = [np.r_[o + 3 * b : o + 3 * b + 3, o + 3 * nb + 3 * b : o + 3 * nb + 3 * b + 3] for b in range(nb)]
     attached = [
-        (np.arange(6 * nb + r.start, 6 * nb + r.stop), [i for i in pair if i >= 0])
+        (np.arange(o + 6 * nb + r.start, o + 6 * nb + r.stop), [first_node + i for i in pair if i >= 0])
         for r, pair in zip(system.constraint_rows(), system.body_index)
     ]
-    return level_layout(system.n_coordinates, nodes, coupled_body_pairs(system), attached)
+    edges = [(first_node + i, first_node + j) for i, j in coupled_body_pairs(system)]
+    return nodes, edges, attached
+
+
+def multibody_layout(system):
+    """:class:`~jaxrod.solvers.ordering.Layout` of ``system``'s unknowns ``[x, psi, mu]``."""
+    nodes, edges, attached = multibody_graph(system)
+    return level_layout(system.n_coordinates, nodes, edges, attached)
+
+
+def layout_linear_solver(n: int, layout, dense_below: int = DENSE_BELOW):
+    """Block-tridiagonal solver of ``n`` unknowns in the order of ``layout``, or
+    :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver` where
+    :func:`~jaxrod.solvers.ordering.prefer_dense` says dense is cheaper."""
+    if prefer_dense(n, layout, dense_below):
+        return DenseJacobianSolver()
+    return PermutedJacobianSolver(layout.slots, layout.size, BlockTridiagonalJacobianSolver(layout.block_size))
 
 
 def multibody_linear_solver(system, dense_below: int = DENSE_BELOW):
-    """Block-tridiagonal solver in the :func:`multibody_layout` order, or
-    :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver` where
-    :func:`~jaxrod.solvers.ordering.prefer_dense` says dense is cheaper."""
-    layout = multibody_layout(system)
-    if prefer_dense(system.n_coordinates, layout, dense_below):
-        return DenseJacobianSolver()
-    return PermutedJacobianSolver(layout.slots, layout.size, BlockTridiagonalJacobianSolver(layout.block_size))
+    """:func:`layout_linear_solver` in the :func:`multibody_layout` order."""
+    return layout_linear_solver(system.n_coordinates, multibody_layout(system), dense_below)

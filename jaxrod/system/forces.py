@@ -71,7 +71,7 @@ import numpy as np
 
 from ..geometry import rotation_matrix
 from .bodies import RigidBody, _check_vector, _f64
-from .joints import Revolute, _check_bodies
+from .joints import Revolute, _check_bodies, _frame_from_axis as _frame
 
 MODES = ("both", "tension", "compression")
 
@@ -98,16 +98,6 @@ def _check_law(owner, coefficients, energy, variable):
             )
     if energy is not None and not callable(energy):
         raise ValueError(f"{owner}.energy must be None or a function {variable} -> energy [J], got {energy!r}")
-
-
-def _frame(axis):
-    """``(3, 3)`` orthonormal frame with columns ``(axis, u, w)``, traceable (the axis may be a
-    tracer when a system is built inside ``jax.jit``): ``u`` is normal to the axis and to the
-    coordinate axis least aligned with it."""
-    a = axis / jnp.linalg.norm(axis)
-    u = jnp.cross(a, jnp.eye(3)[jnp.argmin(jnp.abs(a))])
-    u = u / jnp.linalg.norm(u)
-    return jnp.stack([a, u, jnp.cross(a, u)], axis=1)
 
 
 def _ramp(e, width):

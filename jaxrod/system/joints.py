@@ -63,13 +63,14 @@ from .bodies import _f64
 
 
 def _frame_from_axis(axis):
-    """``(3, 3)`` orthonormal frame with columns ``(axis, u, w)`` (host-side, numpy)."""
-    a = np.asarray(axis, float)
-    a = a / np.linalg.norm(a)
-    e = np.eye(3)[int(np.argmin(np.abs(a)))]
-    u = np.cross(a, e)
-    u /= np.linalg.norm(u)
-    return np.stack([a, u, np.cross(a, u)], axis=1)
+    """``(3, 3)`` orthonormal frame with columns ``(axis, u, w)``, traceable (the axis may be a
+    tracer when a system is built inside ``jax.jit``): ``u`` is normal to the axis and to the
+    coordinate axis least aligned with it. Shared by joints and force elements."""
+    a = jnp.asarray(axis, dtype=float)
+    a = a / jnp.linalg.norm(a)
+    u = jnp.cross(a, jnp.eye(3)[jnp.argmin(jnp.abs(a))])
+    u = u / jnp.linalg.norm(u)
+    return jnp.stack([a, u, jnp.cross(a, u)], axis=1)
 
 
 def _check_side(owner, name, value, allow_world):

@@ -19,6 +19,8 @@ differentiation of ``r(s)``, so any smooth routing works.
 
 from __future__ import annotations
 
+import abc
+
 from collections.abc import Callable
 
 import equinox as eqx
@@ -37,8 +39,9 @@ class Routing(eqx.Module):
     arc length ``s`` [m] (third component 0 for a channel in the cross-section plane). Subclass it
     with array-leaf parameters for a custom routing; it must be twice differentiable in ``s``."""
 
+    @abc.abstractmethod
     def __call__(self, s):
-        raise NotImplementedError
+        """``(3,)`` offset [m] at arc length ``s`` [m]."""
 
 
 class StraightRouting(Routing):

@@ -1,7 +1,8 @@
 """Tendon actuation of the Cosserat shooting model (Till et al. sec. 5.2, spec 7.2) against closed
 forms: a straight tendon makes a circular arc, a tendon anchored at mid-length an arc then a
 straight line; the base reaction of a helical tendon balances its pull; gradients vs finite
-differences; a tension ramp through the time loop; the same tendon on DER; bad input.
+differences; a tension ramp through the time loop; the same tendons on DER and PCS (closed forms,
+the three models against each other, PCS gradients); bad input.
 
 Closed form used (derived here, not by the code under test): cut the rod and its straight tendon at
 any ``s`` inside the tendon's span; the part beyond carries no external load, so the backbone's
@@ -278,6 +279,152 @@ def test_der_tendon_matches_cosserat_tip(model, solve):
         cx, _, cz = np.asarray(y[-1, :3])
         assert abs(out) < 1e-12
         assert abs(lateral - cx) < tol * cx and abs(axial - cz) < tol * cx, (tau, lateral, cx, axial, cz)
-    with pytest.raises(ValueError, match=r"DER tendons are anchored at the tip"):
-        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK,
-                 tendons=(Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0, termination=0.1),))
+
+
+
+# ---- the same tendons on DER and PCS -----------------------------------------------------------
+# DER and PCS rods lie along world x with the section directions d1 = y, d2 = z; the Cosserat
+# rod along z with d1 = x, d2 = y: a Cosserat point (x, y, z) is the DER/PCS point (z, x, y).
+N_DER = 9  # cantilever nodes: 7.5 edges over L, s_t = L/2 at a quarter of an edge
+N_PCS = 4  # segments: L/2 is a segment end
+XI_REST = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+
+
+def der_pcs_models():
+    from jaxrod.models.der import DERModel, DERRod
+    from jaxrod.models.pcs import PCSModel, PCSRod
+
+    tendons = two_tendon_model().tendons
+    rod_d = DERRod.cantilever(N_DER, L, radius=RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
+    rod_p = PCSRod.circular(L, N_PCS, RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
+    return (DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, tendons=tendons),
+            PCSModel(rod_p, section_radius=DISK, tendons=tendons))
+
+
+@pytest.fixture(scope="module")
+def solve_der_pcs():
+    """``solve(tau_a=, tau_b=, offset=, rate=) -> (DER q (N, 4), PCS strains (n, 6), PCS tip (3,))``:
+    the two-tendon robot of :func:`two_tendon_model` on DER and PCS, one compiled program."""
+    import jaxrod
+
+    der, pcs = der_pcs_models()
+
+    @jax.jit
+    def run(params):
+        qd = jaxrod.solve_static(with_values(der, params))[0].q
+        mp = with_values(pcs, params)
+        qp = jaxrod.solve_static(mp)[0].q
+        return qd, mp.strains(qp), mp.segment_end_poses(qp)[1][-1]
+
+    def call(tau_a=0.0, tau_b=0.0, offset=OFFSET, rate=0.0):
+        return tuple(np.asarray(x) for x in run(jnp.array([tau_a, tau_b, offset, rate])))
+
+    return call
+
+
+def arc_x(u2, v3, s):
+    """:func:`arc` in the DER/PCS frame (axis x, bending toward +y)."""
+    return arc(u2, v3, s)[..., [2, 0, 1]]
+
+
+def test_der_pcs_straight_tendon_arc(model, solve_der_pcs):
+    """Curvature tau r / EI and the closed-form arc: exact on PCS (constant strain, exact tendon
+    length), second order in the edge length on DER."""
+    r = model.rod
+    EI, EA = float(r.K_bt[1]), float(r.K_se[2])
+    for tau, der_tol in ((2.0, 3e-3), (40.0, 5e-2)):
+        u2, v3 = tau * OFFSET / EI, 1.0 - tau / EA
+        qd, xi, tip = solve_der_pcs(tau_a=tau)
+        # PCS: measured 2e-16 relative curvature error at both tensions
+        assert np.max(np.abs(xi[:, 2] / u2 - 1.0)) < 1e-12
+        assert np.max(np.abs(xi[:, 3] - v3)) < 1e-12 and np.max(np.abs(xi[:, [0, 1, 4, 5]])) < 1e-12 * u2
+        ex = arc_x(u2, v3, np.array(L))
+        assert np.linalg.norm(tip - ex) < 1e-12 * L
+        # DER tip, error / deflection: measured 2.3e-3 at 2 N, 4.1e-2 at 40 N (9 nodes; 7.9e-2, 4.1e-2,
+        # 1.7e-2, 9.2e-3 at 7, 9, 13, 17 nodes: second order)
+        err = np.linalg.norm(qd[-1, :3] - ex) / ex[1]
+        assert err < der_tol, (tau, err)
+
+
+def test_der_pcs_mid_length_termination(model, solve_der_pcs):
+    """Tendon anchored at L/2: an arc of curvature tau r / EI, then a straight, unloaded part."""
+    r = model.rod
+    EI, EA = float(r.K_bt[1]), float(r.K_se[2])
+    tau = 40.0
+    u2, v3 = tau * OFFSET / EI, 1.0 - tau / EA
+    qd, xi, tip = solve_der_pcs(tau_b=tau)
+    th = u2 * L / 2
+    ex = arc_x(u2, v3, np.array(L / 2)) + L / 2 * np.array([np.cos(th), np.sin(th), 0.0])
+    # PCS, two segments each side of the anchor: exact
+    assert np.allclose(xi[:2, 2], u2, rtol=1e-12, atol=0) and np.allclose(xi[2:], XI_REST, atol=1e-12 * u2)
+    assert np.linalg.norm(tip - ex) < 1e-12 * L
+    # DER: measured tip error / deflection 3.8e-2 at 9 nodes, 1.6e-2 at 13 (second order; 8.7e-2
+    # and 4.7e-2 with the anchor offset in the holding edge's frame only)
+    assert np.linalg.norm(qd[-1, :3] - ex) / ex[1] < 5e-2
+    # beyond the anchor's edges no load acts: the nodes there lie on one straight line (4.8e-15 L)
+    x = qd[5:, :3]
+    d = (x[-1] - x[0]) / np.linalg.norm(x[-1] - x[0])
+    off = (x - x[0]) - np.outer((x - x[0]) @ d, d)
+    assert np.max(np.linalg.norm(off, axis=1)) < 1e-9 * L
+
+
+def test_pcs_tip_gradient_wrt_tension_and_offset_matches_finite_differences():
+    """d tip / d tau and d tip / d offset through the PCS static solve (implicit derivative of the
+    autodiff tendon force) vs central differences, helical tendon so the tip leaves the plane."""
+    import jaxrod
+
+    _, pcs = der_pcs_models()
+
+    @jax.jit
+    def tip(params, tangent):
+        def f(p):
+            mp = with_values(pcs, jnp.array([p[0], 0.0, p[1], 5.0]))
+            return mp.segment_end_poses(jaxrod.solve_static(mp)[0].q)[1][-1]
+
+        return jax.jvp(f, (params,), (tangent,))
+
+    p0 = jnp.array([20.0, OFFSET])
+    for i in range(2):
+        e = jnp.eye(2)[i]
+        _, d = tip(p0, e)
+        h = 1e-4 * float(p0[i])
+        fd = (np.asarray(tip(p0 + h * e, e)[0]) - np.asarray(tip(p0 - h * e, e)[0])) / (2 * h)
+        assert np.abs(fd[2]) > 1e-3 * np.abs(fd[1])  # out of the offset's plane too
+        # measured 1.7e-11 (tension) and 2.2e-11 (offset) relative
+        assert np.linalg.norm(np.asarray(d) - fd) < 1e-6 * np.linalg.norm(fd), (i, np.asarray(d), fd)
+
+
+def test_bad_tendon_input_on_der_and_pcs():
+    from jaxrod.models.der import DERModel
+    from jaxrod.models.pcs import PCSModel
+
+    der, pcs = der_pcs_models()
+    bad_r = (Tendon(StraightRouting((0.02, 0.0)), tension=1.0),)
+    bad_s = (Tendon(StraightRouting((OFFSET, 0.0))), Tendon(StraightRouting((OFFSET, 0.0)), termination=0.3))
+    with pytest.raises(ValueError, match=r"tendons\[0\] leaves the cross-section.*0\.02.*section_radius = 0\.01"):
+        PCSModel(pcs.rod, section_radius=DISK, tendons=bad_r)
+    with pytest.raises(ValueError, match=r"tendons\[0\] leaves the cross-section.*section_radius = 0\.001"):
+        PCSModel(pcs.rod, tendons=(Tendon(StraightRouting((OFFSET, 0.0))),))  # backbone radius
+    with pytest.raises(ValueError, match=r"tendons\[1\]\.termination = 0\.3 m is outside the rod.*L = 0\.2"):
+        PCSModel(pcs.rod, section_radius=DISK, tendons=bad_s)
+    with pytest.raises(ValueError, match=r"tendons\[1\]\.termination = 0\.3 m is outside the rod"):
+        DERModel(der.rod, clamped_edges=(0,), section_radius=DISK, tendons=bad_s)
+    with pytest.raises(ValueError, match=r"tendons\[0\] leaves the cross-section.*0\.02"):
+        DERModel(der.rod, clamped_edges=(0,), section_radius=DISK, tendons=bad_r)
+
+
+def test_cosserat_der_pcs_agree_on_one_tendon_robot(solve, solve_der_pcs):
+    """One robot on all three models: tendon A half a helical turn to the tip (10 N), tendon B
+    straight, anchored at L/2 (20 N); the tip bends out of every plane. Reference: the shooting
+    model (RK4, error ~1e-5 of the deflection at 8 intervals, test above). PCS (4 segments) and DER
+    (9 nodes) converge to it at second order: measured tip error / deflection 1.04e-2 and 2.54e-3
+    at 4 and 8 PCS segments, 2.53e-2 and 5.93e-3 at 9 and 17 DER nodes; tolerances 1.5x the
+    measured errors at the sizes tested."""
+    params = dict(tau_a=10.0, tau_b=20.0, rate=np.pi / L)
+    y, _ = solve(**params)
+    ref = np.asarray(y[-1, :3])[[2, 0, 1]]
+    defl = np.linalg.norm(ref[1:])
+    qd, _, tip = solve_der_pcs(**params)
+    assert min(abs(ref[1]), abs(ref[2])) > 0.2 * defl  # out of both section planes
+    assert np.linalg.norm(tip - ref) < 1.5e-2 * defl
+    assert np.linalg.norm(qd[-1, :3] - ref) < 3.8e-2 * defl

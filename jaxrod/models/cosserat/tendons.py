@@ -178,7 +178,7 @@ def check_tendons(tendons, length: float, section_radius, grid) -> None:
         if not isinstance(td, Tendon):
             raise TypeError(f"tendons must hold Tendon objects, got {type(td).__name__} at tendons[{i}]")
         end = length if td.termination is None else td.termination
-        if not (0.0 < end <= length):
+        if not (0.0 < end <= length * (1.0 + 1e-12)):  # the rounding of a summed rod length
             raise ValueError(
                 f"tendons[{i}].termination = {td.termination} m is outside the rod: allowed 0 < s_t <= L = {length} m"
             )

@@ -36,7 +36,7 @@ from .frames import (
 )
 from .motion import MIN_AXIS_COSINE, ClampMotion, interp_linear
 from .rod import DERRod
-from .tendons import midpoint_arclengths, tendon_length
+from .tendons import node_arclengths, tendon_length
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
 DER_BANDWIDTH = 10
@@ -100,9 +100,10 @@ class DERModel(AbstractImplicitModel):
             implicit step's velocity. With self-contact, ``aux`` is a :class:`ContactAux` (frames
             plus the candidate pairs, refreshed after every step) and the default linear solver is
             dense. ``()`` (default): exactly the contact-free model.
-        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` anchored at the tip
-            (:mod:`jaxrod.models.der.tendons`): loads ``-tau(t) dl/dq`` of each routed cable's
-            length ``l``, scaled by ``load_factor``; arc length from the midpoint of edge 0.
+        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` anchored at their
+            termination (``None``: the tip; :mod:`jaxrod.models.der.tendons`): loads
+            ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
+            length from the midpoint of edge 0.
         section_radius: radius [m] holding the tendon channels (default: the rod radius).
 
     Raises:
@@ -404,7 +405,7 @@ class DERModel(AbstractImplicitModel):
         """``(N, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq`` (zero without tendons)."""
         f = jnp.zeros_like(q)
         for td in self.tendons:
-            dl = jax.grad(tendon_length)(q, _frames(aux), self.rod.rest_lengths, td.routing)
+            dl = jax.grad(tendon_length)(q, _frames(aux), self.rod.rest_lengths, td.routing, td.termination)
             f = f - self.load_factor * td.tension_at(t) * dl
         return f
 
@@ -429,16 +430,10 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
     from ..cosserat.tendons import check_tendons
 
     tendons = tuple(tendons)
-    for i, td in enumerate(tendons):
-        if getattr(td, "termination", None) is not None:
-            raise ValueError(
-                f"tendons[{i}].termination = {td.termination} m: DER tendons are anchored at the tip "
-                "(termination=None); interior anchors are only on the shooting model so far"
-            )
     if tendons and not is_traced(rod.rest_lengths):
-        s_mid, s_tip = midpoint_arclengths(rod.rest_lengths)
+        s_node = np.asarray(node_arclengths(rod.rest_lengths))
         radius = rod.radius if section_radius is None else section_radius
-        check_tendons(tendons, float(s_tip), radius, np.asarray(jnp.concatenate([s_mid, s_tip[None]])))
+        check_tendons(tendons, float(s_node[-1]), radius, np.append(0.5 * (s_node[1:] + s_node[:-1]), s_node[-1]))
     return tendons
 
 

@@ -49,6 +49,7 @@ from .kinematics import (
     tangent_C,
     velocities_at,
 )
+from .tendons import tendon_forces as pcs_tendon_forces
 
 
 class PCSRod(eqx.Module):
@@ -230,6 +231,12 @@ class PCSModel(AbstractImplicitModel):
             :meth:`generalized_forces` with respect to ``q, v, a`` (hence the dense Newton
             Jacobian) are computed: ``jax.jvp`` through the recursion, or the analytic CMTM
             gradients of :mod:`jaxrod.models.pcs.cmtm` (same values to round-off).
+        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (arc length from the
+            base, offsets in the Cosserat section frame ``(d1, d2) = (local y, local z)``):
+            generalised forces ``-tau(t) dl/dq`` of each cable's length ``l``
+            (:mod:`jaxrod.models.pcs.tendons`), scaled by ``load_factor``.
+        section_radius: radius [m] holding the tendon channels (``None``: the equivalent radius
+            ``sqrt(area / pi)`` of the backbone); checked at construction.
     """
 
     rod: PCSRod
@@ -242,6 +249,8 @@ class PCSModel(AbstractImplicitModel):
     n_quad: int = eqx.field(static=True, default=4)
     points_per_segment: int = eqx.field(static=True, default=8)
     jacobian: str = eqx.field(static=True, default="autodiff")
+    tendons: tuple = ()
+    section_radius: jax.Array | None = None
 
     def __check_init__(self):
         if not isinstance(self.rod, PCSRod):
@@ -264,6 +273,12 @@ class PCSModel(AbstractImplicitModel):
             R = np.asarray(self.base_rotation)
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
                 raise ValueError("base_rotation must be a rotation matrix")
+        if self.tendons:
+            from ..cosserat.tendons import check_tendons, section_radius_default
+
+            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
+            grid = np.linspace(0.0, self.rod.length, 4 * int(self.rod.n_segments) + 1)
+            check_tendons(self.tendons, self.rod.length, radius, grid)
 
     # ---- coordinates -----------------------------------------------------------------------------
     @property
@@ -287,7 +302,8 @@ class PCSModel(AbstractImplicitModel):
         return self.basis.strain_rate(v.reshape(int(self.rod.n_segments), self.n_modes))
 
     def with_load_factor(self, s):
-        """The same model with gravity and tip wrench scaled by ``s`` (static continuation)."""
+        """The same model with gravity, tip wrench and tendon tensions scaled by ``s`` (static
+        continuation)."""
         return eqx.tree_at(lambda m: m.load_factor, self, jnp.asarray(s, dtype=float))
 
     # ---- physics -----------------------------------------------------------------------------------
@@ -319,7 +335,10 @@ class PCSModel(AbstractImplicitModel):
         return (w @ self.basis.B).reshape(-1)
 
     def residual(self, q, v, a, t, aux):
-        return self.generalized_forces(q, v, a) + self.internal_forces(q, v)
+        r = self.generalized_forces(q, v, a) + self.internal_forces(q, v)
+        if self.tendons:
+            r = r - pcs_tendon_forces(self, q, t)
+        return r
 
     def mass_matrix(self, q):
         """``(n m, n m)`` generalised inertia ``d h / d qdd``."""

@@ -2,7 +2,7 @@
 forms: a straight tendon makes a circular arc, a tendon anchored at mid-length an arc then a
 straight line; the base reaction of a helical tendon balances its pull; gradients vs finite
 differences; a tension ramp through the time loop; the same tendons on DER and PCS (closed forms,
-the three models against each other, PCS gradients); bad input.
+the three models against each other, PCS gradients); pressure chambers on DER; bad input.
 
 Closed form used (derived here, not by the code under test): cut the rod and its straight tendon at
 any ``s`` inside the tendon's span; the part beyond carries no external load, so the backbone's
@@ -304,8 +304,25 @@ def der_pcs_models():
     tendons = two_tendon_model().tendons
     rod_d = DERRod.cantilever(N_DER, L, radius=RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
     rod_p = PCSRod.circular(L, N_PCS, RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
-    return (DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, tendons=tendons),
+    chambers = (Chamber(jnp.zeros(2), CHAMBER_AREA, 0.0), Chamber(jnp.array([OFFSET, 0.0]), CHAMBER_AREA, 0.0))
+    return (DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, tendons=tendons, chambers=chambers),
             PCSModel(rod_p, section_radius=DISK, tendons=tendons))
+
+
+class Chamber(eqx.Module):
+    """The interface :class:`DERModel` reads from a pressure chamber: offset (2,) [m] in (m1, m2),
+    cap area [m^2], gauge pressure [Pa] (an array leaf)."""
+
+    offset: jax.Array
+    area: jax.Array
+    pressure: jax.Array
+
+    def pressure_at(self, t):
+        del t
+        return self.pressure
+
+
+CHAMBER_AREA = np.pi * 2e-3**2  # chamber radius 2 mm: inside the 10 mm disk at 5 mm offset
 
 
 @pytest.fixture(scope="module")
@@ -325,8 +342,11 @@ def der_pcs_program():
 
     @jax.jit
     def run(params, tangent):
-        qd = jaxrod.solve_static(with_values(der, params))[0].q
-        (tip, xi), (dtip, _) = jax.jvp(pcs_solve, (params,), (tangent,))
+        """``params = (tau_a, tau_b, offset_a, rate_a, P_axis, P_offset)``, ``tangent (4,)``."""
+        md = eqx.tree_at(lambda m: (m.chambers[0].pressure, m.chambers[1].pressure),
+                         with_values(der, params[:4]), (params[4], params[5]))
+        qd = jaxrod.solve_static(md)[0].q
+        (tip, xi), (dtip, _) = jax.jvp(pcs_solve, (params[:4],), (tangent,))
         return qd, xi, tip, dtip
 
     return run
@@ -336,8 +356,8 @@ def der_pcs_program():
 def solve_der_pcs(der_pcs_program):
     """``solve(tau_a=, tau_b=, offset=, rate=) -> (DER q (N, 4), PCS strains (n, 6), PCS tip (3,))``."""
 
-    def call(tau_a=0.0, tau_b=0.0, offset=OFFSET, rate=0.0):
-        out = der_pcs_program(jnp.array([tau_a, tau_b, offset, rate]), jnp.zeros(4))
+    def call(tau_a=0.0, tau_b=0.0, offset=OFFSET, rate=0.0, p_axis=0.0, p_offset=0.0):
+        out = der_pcs_program(jnp.array([tau_a, tau_b, offset, rate, p_axis, p_offset]), jnp.zeros(4))
         return tuple(np.asarray(x) for x in out[:3])
 
     return call
@@ -394,7 +414,7 @@ def test_pcs_tip_gradient_wrt_tension_and_offset_matches_finite_differences(der_
     autodiff tendon force) vs central differences, helical tendon so the tip leaves the plane."""
 
     def tip(p, e):
-        out = der_pcs_program(jnp.array([p[0], 0.0, p[1], 5.0]), jnp.array([e[0], 0.0, e[1], 0.0]))
+        out = der_pcs_program(jnp.array([p[0], 0.0, p[1], 5.0, 0.0, 0.0]), jnp.array([e[0], 0.0, e[1], 0.0]))
         return out[2], out[3]
 
     check_tip_gradient(tip, in_plane=1, out_of_plane=2)  # measured 1.7e-11 (tension), 2.2e-11 (offset)
@@ -434,3 +454,34 @@ def test_cosserat_der_pcs_agree_on_one_tendon_robot(solve, solve_der_pcs):
     assert min(abs(ref[1]), abs(ref[2])) > 0.2 * defl  # out of both section planes
     assert np.linalg.norm(tip - ref) < 1.5e-2 * defl
     assert np.linalg.norm(qd[-1, :3] - ref) < 3.8e-2 * defl
+
+
+def test_der_pressure_chamber_curvature_and_elongation(model, solve_der_pcs):
+    """DER chambers (volume A l of the channel polyline, force +P A dl/dq) against spec 7.3's
+    closed form: cap force P A and moment P A r x e3 give the uniform axial strain P A / EA and the
+    curvature P A d / EI, bending away from the chamber. An axial chamber only stretches the rod:
+    exact on DER (uniform edge strain); an offset one bends it: second order, as the tendon."""
+    r = model.rod
+    EI, EA = float(r.K_bt[1]), float(r.K_se[2])
+    P = 40.0 / CHAMBER_AREA  # cap force 40 N, 14 deg bend at 5 mm
+    qd, _, _ = solve_der_pcs(p_axis=P)
+    stretch = P * CHAMBER_AREA / EA
+    # the axial channel's length is x_tip - (midpoint of the clamped edge 0): the pressure pulls
+    # the tip node only, every free edge stretches by P A / EA, and the clamped edge's free half
+    # (h / 2) stays put
+    h = L / (N_DER - 1.5)
+    tip = h / 2 + (L - h / 2) * (1 + stretch)
+    # measured 2.3e-12 of the elongation
+    assert np.linalg.norm(qd[-1, :3] - [tip, 0.0, 0.0]) < 1e-6 * L * stretch
+    qd, _, _ = solve_der_pcs(p_offset=P)
+    ex = arc_x(-P * CHAMBER_AREA * OFFSET / EI, 1.0 + stretch, np.array(L))
+    err = np.linalg.norm(qd[-1, :3] - ex) / abs(ex[1])
+    assert err < 7e-2, err  # measured 4.7e-2 at 9 nodes (the 40 N tendon: 4.1e-2)
+    from jaxrod.models.der import DERModel
+
+    rod_d = der_pcs_models()[0].rod
+    with pytest.raises(ValueError, match=r"chambers\[0\] leaves the cross-section.*0\.012.*section_radius = 0\.01"):
+        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK,
+                 chambers=(Chamber(jnp.array([0.01, 0.0]), CHAMBER_AREA, 1.0),))
+    with pytest.raises(ValueError, match=r"chambers\[0\]\.area must be > 0 m\^2, got -1\.0"):
+        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, chambers=(Chamber(jnp.zeros(2), -1.0, 1.0),))

@@ -21,7 +21,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
-from ...validation import check_finite, check_finite_scalar, check_int_sequence, check_polyline, check_shape, is_traced
+from ...validation import (
+    check_finite,
+    check_finite_scalar,
+    check_int_sequence,
+    check_polyline,
+    check_positive,
+    check_shape,
+    is_traced,
+)
 from ..base import AbstractImplicitModel, State
 from .contact import CandidatePairs, FloorContact, RodRodContact
 from .energies import bending_energy, stretching_energy, twisting_energy
@@ -104,6 +112,12 @@ class DERModel(AbstractImplicitModel):
             termination (``None``: the tip; :mod:`jaxrod.models.der.tendons`): loads
             ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
             length from the midpoint of edge 0.
+        chambers: tuple of pressure chambers along the whole rod, each with ``offset (2,)`` [m] in
+            the ``(m1, m2)`` section plane, cap ``area`` A [m^2] and ``pressure_at(t)`` (gauge
+            pressure [Pa] at time ``t`` [s]). A chamber's volume is ``A l``, ``l`` the length of its
+            channel polyline (a straight tendon's, to the tip), so the pressure's work gives the
+            generalised force ``+P A dl/dq``: the tendon force with ``tau = -P A`` (spec 7.3: cap
+            force ``P A`` and moment ``P A r x e3`` at the tip, the distributed loads of eq. 18).
         section_radius: radius [m] holding the tendon channels (default: the rod radius).
 
     Raises:
@@ -129,6 +143,7 @@ class DERModel(AbstractImplicitModel):
     motion_data: eqx.Module | None = None
     clamps: tuple = ()
     tendons: tuple = ()
+    chambers: tuple = ()
 
     def __init__(
         self,
@@ -149,6 +164,7 @@ class DERModel(AbstractImplicitModel):
         contacts=(),
         clamps=(),
         tendons=(),
+        chambers=(),
         section_radius=None,
     ):
         """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
@@ -207,6 +223,7 @@ class DERModel(AbstractImplicitModel):
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         self.contacts = _check_contacts(contacts, rod, self.q0)
         self.tendons = _check_der_tendons(tendons, rod, section_radius)
+        self.chambers = _check_der_chambers(chambers, rod, section_radius)
         if self.clamps:
             self.q0 = self._clamp_start(default_q0)
 
@@ -402,15 +419,21 @@ class DERModel(AbstractImplicitModel):
         return jnp.min(jnp.stack([c.step_limit(x, v[:, :3], dv[:, :3], h) for c in floors]))
 
     def tendon_forces(self, q, t, aux):
-        """``(N, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq`` (zero without tendons)."""
+        """``(N, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq``, and of the chambers,
+        ``+P(t) A dl/dq`` (zero without either)."""
+        from ..cosserat.tendons import StraightRouting
+
+        pulls = [(td.routing, td.termination, td.tension_at(t)) for td in self.tendons] + [
+            (StraightRouting(ch.offset), None, -ch.area * ch.pressure_at(t)) for ch in self.chambers
+        ]
         f = jnp.zeros_like(q)
-        for td in self.tendons:
-            dl = jax.grad(tendon_length)(q, _frames(aux), self.rod.rest_lengths, td.routing, td.termination)
-            f = f - self.load_factor * td.tension_at(t) * dl
+        for routing, termination, pull in pulls:
+            dl = jax.grad(tendon_length)(q, _frames(aux), self.rod.rest_lengths, routing, termination)
+            f = f - self.load_factor * pull * dl
         return f
 
     def residual(self, q, v, a, t, aux):
-        tendons = self.tendon_forces(q, t, aux) if self.tendons else 0.0
+        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
         if not self.contacts:
             grad_e = jax.grad(self.elastic_energy)(q, aux)
             return self.mass() * a + grad_e - self.external_forces(q, v, t) - tendons
@@ -435,6 +458,32 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
         radius = rod.radius if section_radius is None else section_radius
         check_tendons(tendons, float(s_node[-1]), radius, np.append(0.5 * (s_node[1:] + s_node[:-1]), s_node[-1]))
     return tendons
+
+
+def _check_der_chambers(chambers, rod: DERRod, section_radius):
+    """Validated tuple of chambers: ``offset (2,)`` finite, ``area > 0``, the chamber (a disk of
+    area A around its offset) inside the section (``section_radius``, default the rod radius)."""
+    chambers = tuple(chambers)
+    radius = rod.radius if section_radius is None else section_radius
+    for i, ch in enumerate(chambers):
+        for attr in ("offset", "area", "pressure_at"):
+            if not hasattr(ch, attr):
+                raise TypeError(
+                    f"chambers[{i}] ({type(ch).__name__}) has no {attr!r}; a chamber needs offset (2,) [m], "
+                    "area [m^2] and pressure_at(t) [Pa]"
+                )
+        check_shape(f"chambers[{i}].offset", ch.offset, (2,))
+        check_finite(f"chambers[{i}].offset", ch.offset)
+        check_positive(f"chambers[{i}].area", ch.area, "m^2")
+        if any(is_traced(x) for x in (ch.offset, ch.area, radius)):
+            continue
+        reach = float(np.linalg.norm(np.asarray(ch.offset))) + float(np.sqrt(np.asarray(ch.area) / np.pi))
+        if reach > float(np.asarray(radius)) * (1.0 + 1e-12):
+            raise ValueError(
+                f"chambers[{i}] leaves the cross-section: |offset| + sqrt(area / pi) = {reach:.6g} m, allowed "
+                f"<= section_radius = {float(np.asarray(radius)):.6g} m"
+            )
+    return chambers
 
 
 def _check_clamps(clamps, n):

@@ -16,6 +16,10 @@ A frictionless cable at constant tension ``tau`` does work ``-tau dl`` when its 
 inside the rod changes, so its loads on the rod are the exact gradient ``-tau dl/dq`` of the
 discrete length (distributed pull at every kink plus the anchor load), obtained by autodiff.
 
+A pressure chamber along the rod (``DERModel(chambers=...)``) of cap area ``A`` holds the volume
+``A l`` of its channel polyline (a straight routing at its offset, to the tip): the pressure does
+the work ``P A dl``, and the chamber is the same code path with ``tau = -P A``.
+
 Arc length ``s`` is measured from the midpoint of edge 0, the clamp point of
 :meth:`~jaxrod.models.der.DERRod.cantilever`.
 """

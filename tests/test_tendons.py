@@ -476,7 +476,8 @@ def test_der_pressure_chamber_curvature_and_elongation(model, solve_der_pcs):
     qd, _, _ = solve_der_pcs(p_offset=P)
     ex = arc_x(-P * CHAMBER_AREA * OFFSET / EI, 1.0 + stretch, np.array(L))
     err = np.linalg.norm(qd[-1, :3] - ex) / abs(ex[1])
-    assert err < 7e-2, err  # measured 4.7e-2 at 9 nodes (the 40 N tendon: 4.1e-2)
+    # measured 4.7e-2, 2.0e-2, 1.1e-2 at 9, 13, 17 nodes: second order (the 40 N tendon: 4.1e-2)
+    assert err < 7e-2, err
     from jaxrod.models.der import DERModel
 
     rod_d = der_pcs_models()[0].rod

@@ -51,6 +51,9 @@ def _fmt(v):
 
 def print_table(rows):
     """Print ``rows`` (list of dicts) as one markdown table over the union of their keys."""
+    if not rows:
+        print("(no rows)")
+        return
     keys = []
     for r in rows:
         keys += [k for k in r if k not in keys]

@@ -1,6 +1,6 @@
 """Fluidic soft finger (Till, Aloi & Rucker 2019 sec. 5.3, figs. 18-19; spec 7.3) on the shooting model.
 
-``fluidic-finger``: a soft cylinder (L 0.1 m, outer radius 15 mm, rho 300 kg/m^3) with one chamber
+``fluidic-finger`` (air) and ``fluidic-finger-water``: a soft cylinder (L 0.1 m, outer radius 15 mm, rho 300 kg/m^3) with one chamber
 of radius 2.5 mm whose centre is 10 mm from the cylinder's axis. From straight (zero gauge
 pressure) the control ramps at a constant rate over 2 s, then is held for a 2.5 s free response:
 ``fluid="air"`` (ideal gas, moles to 2e-4 mol at 293.15 K, P_atm 101325 Pa) or ``fluid="water"``
@@ -87,7 +87,7 @@ def fluidic_finger(*, fluid: str = "air", n_points: int = 50, dt: float | None =
     )
     what = "moles to 2e-4 mol" if fluid == "air" else "volume to 2.65e-6 m^3"
     return Scene(
-        "fluidic-finger",
+        "fluidic-finger" if fluid == "air" else f"fluidic-finger-{fluid}",
         f"Till et al. fluidic finger ({fluid}: {what} over 2 s, then free), E = 20 kPa, "
         f"{'Kirchhoff' if kirchhoff else 'Cosserat'} + {integrator}, {n_points} points",
         model,

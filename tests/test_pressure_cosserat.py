@@ -40,7 +40,7 @@ def model(frame="global", **control):
 @pytest.fixture(scope="module")
 def pressure_solve():
     """``run(params (2,) = [P [Pa], offset_x [m]], tangent (2,)) -> ((y, w), (dy, dw))``."""
-    base = model(pressure=0.0)
+    base = model(pressure=0.0)  # global frame: RK4 integrates the rotating n, m (O(ds^4) error)
 
     @jax.jit
     def run(params, tangent):

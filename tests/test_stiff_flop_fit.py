@@ -34,16 +34,17 @@ def window():
 
 def test_held_out_window_beats_constant_shape(window):
     """NoLoad 29-33 s (held out of the fit: p2 0.73 bar, 29.7-31.4 s, then release): the fitted
-    model's mean tip error is below 40% of the constant-shape baseline's."""
+    model's mean tip error is below 40% of the constant-shape baseline's (measured: 2.22 mm
+    against 9.66 mm, 23%)."""
     err, base = window(sm.FITTED, 29.0)
     print(f"held-out NoLoad 29-33 s: model {1e3 * err:.2f} mm, constant shape {1e3 * base:.2f} mm")
-    assert base > 0.005  # the tip really moves (measured baseline 7 mm)
+    assert base > 0.005  # m: the tip really moves
     assert err < 0.4 * base
 
 
 def test_fit_lowers_training_error(window):
     """NoLoad 24.5-28.5 s (inside the training window: p0 0.74 bar): the fitted values give a lower
-    tip error than the starting values (Table 2)."""
+    tip error than the starting values (Table 2) (measured: 2.81 mm against 6.75 mm)."""
     fitted, _ = window(sm.FITTED, 24.5)
     start, _ = window(sm.INITIAL, 24.5)
     print(f"training NoLoad 24.5-28.5 s: start {1e3 * start:.2f} mm, fitted {1e3 * fitted:.2f} mm")

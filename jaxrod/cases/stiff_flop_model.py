@@ -61,9 +61,11 @@ BASE_ROTATION = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
 #: the starting values of the fit: Table 2 (E, G = E/3), no pressure gain, ~10% critical damping
 INITIAL = {"youngs_modulus": 205e3, "shear_ratio": 1.0 / 3.0, "viscosity": 200.0, "pressure_gain": 1.0}
 
-#: Fitted values (NoLoad, training window 0-27 s, 3 segments, dt 0.05 s); produced by FITTED_COMMAND.
-FITTED = {"youngs_modulus": 205e3, "shear_ratio": 1.0 / 3.0, "viscosity": 200.0, "pressure_gain": 1.0}
-FITTED_COMMAND = "jaxrod calibrate stiff-flop --out results/stiff_flop"
+#: Fitted values: NoLoad 0-29 s, 3 PCS segments, dt 0.05 s, E and the viscosity free (G/E = 1/3
+#: and the gain fixed), L-BFGS from :data:`INITIAL`, converged (|grad| 7e-7) after 18 iterations,
+#: training loss 1.874 -> 0.578 mm^2 (mean squared tip-coordinate error); produced by FITTED_COMMAND.
+FITTED = {"youngs_modulus": 130508.0, "shear_ratio": 1.0 / 3.0, "viscosity": 1192.58, "pressure_gain": 1.0}
+FITTED_COMMAND = "jaxrod calibrate stiff-flop --out results/stiff_flop --max-iters 20"
 
 
 def chamber_angles_deg(psi0_deg: float | None = None) -> np.ndarray:

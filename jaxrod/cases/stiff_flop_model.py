@@ -47,9 +47,13 @@ __all__ = [
     "CHAMBER_OUTER_RADIUS",
     "FITTED",
     "FITTED_COMMAND",
+    "INITIAL",
     "StiffFlopModel",
     "chamber_angles_deg",
+    "predict_tip",
     "recording_inputs",
+    "rest_tip",
+    "static_tips",
     "stiff_flop_model",
 ]
 
@@ -215,8 +219,6 @@ def rest_tip() -> np.ndarray:
     """The data's rest tip point (0, 0, 64.5 mm) [m]."""
     return np.array([0.0, 0.0, TIP_LENGTH])
 
-
-DT = SAMPLE_DT
 
 
 def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_segments: int = 3, substeps: int = 1):

@@ -112,6 +112,13 @@ def test_tip_body_generalised_inertia_closed_form():
     assert dM[3, 3] == pytest.approx(m3 * L**2, rel=1e-10)
     assert dM[1, 1] == pytest.approx(m3 * (L**2 / 2 + c * L) ** 2 + It * L**2, rel=1e-10)
     np.testing.assert_allclose(dM, dM.T, atol=1e-18)
+    # bent and moving: the kinetic energy (tip body included) is v^T M(q) v / 2 with the mass matrix
+    # of the inverse dynamics (two code paths: twist quadrature vs the recursion's d h / d qdd)
+    model = PCSModel(rod(1), tip_body=body)
+    q = jnp.array([0.3, 8.0, -5.0, 0.05, 0.02, -0.01])
+    v = jnp.array([1.0, -20.0, 30.0, 0.5, 0.3, -0.2])
+    kinetic = model.energy(q, v) - model.energy(q, jnp.zeros(6))
+    assert float(kinetic) == pytest.approx(0.5 * float(v @ model.mass_matrix(q) @ v), rel=1e-9)
 
 
 def test_bad_chamber_input():

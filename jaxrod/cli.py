@@ -13,6 +13,7 @@ Examples::
     jaxrod simulate pendulum.toml                          # a shipped example model file, by name
     jaxrod calibrate weight-release --out results/wr
     jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
+    jaxrod calibrate stiff-flop --out results/stiff_flop   # STIFF-FLOP data (shared/data/stiff-flop)
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -127,6 +128,7 @@ def _build_parser():
 
     # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
     from .cases.cli_args import SOFT_LIMB_DESCRIPTION, add_soft_limb_arguments, add_weight_release_arguments
+    from .cases.cli_args import STIFF_FLOP_DESCRIPTION, add_stiff_flop_arguments
 
     c = sub.add_parser(
         "calibrate",
@@ -144,6 +146,9 @@ def _build_parser():
     sl = cases.add_parser("soft-limb", help="real2sim of the DisMech soft limb (measured data)",
                           description=SOFT_LIMB_DESCRIPTION)
     add_soft_limb_arguments(sl)
+    sfl = cases.add_parser("stiff-flop", help="STIFF-FLOP module: E, G/E, damping from the measured TMTDyn data",
+                           description=STIFF_FLOP_DESCRIPTION)
+    add_stiff_flop_arguments(sfl)
     return p
 
 
@@ -475,6 +480,13 @@ def _cmd_calibrate(args, out):
 
     if args.case == "weight-release":
         weight_release.run_from_args(args, out=out)
+    elif args.case == "stiff-flop":
+        from .cases import stiff_flop_calibration
+
+        try:
+            stiff_flop_calibration.run_from_args(args, out=out)
+        except FileNotFoundError as e:
+            raise CLIError(str(e)) from None
     else:
         try:
             args.data = str(soft_limb.resolve_data_path(args.data))

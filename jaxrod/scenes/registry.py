@@ -100,6 +100,8 @@ _INFOS = (
               ".sleeve", "sleeve_pendulum", dt=5e-3, duration=5.0),
     SceneInfo("stiff-flop-passive", "TMTDyn's STIFF-FLOP module, passive: PCS cantilever bending under its weight",
               ".stiff_flop", "stiff_flop_passive", dt=2e-3, duration=1.0),
+    SceneInfo("stiff-flop", "TMTDyn's STIFF-FLOP module driven by the measured pressures (data: shared/data/stiff-flop)",
+              ".stiff_flop", "stiff_flop_actuated", dt=0.05, duration=54.65),
 )
 
 #: Every built-in scene by name, in listing order.

@@ -13,6 +13,7 @@ Examples::
     jaxrod simulate pendulum.toml                          # a shipped example model file, by name
     jaxrod calibrate weight-release --out results/wr
     jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
+    jaxrod calibrate stiff-flop --out results/stiff_flop   # STIFF-FLOP data (shared/data/stiff-flop)
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -104,7 +105,7 @@ def _build_parser():
     s.add_argument("scene", help="scene name, e.g. cantilever-a1, or a model file (.toml): a path or the name "
                                  "of a shipped example, e.g. pendulum.toml")
     s.add_argument("--n-nodes", type=_int_at_least("--n-nodes", 3), metavar="N",
-                   help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* scene, segments of a pcs-* scene")
+                   help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* or fluidic-* scene, segments of a pcs-* scene")
     s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
     s.add_argument("--duration", type=_positive_float("--duration"), metavar="T", help="simulated time [s]")
     s.add_argument("--scheme", choices=SCHEMES,
@@ -127,6 +128,7 @@ def _build_parser():
 
     # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
     from .cases.cli_args import SOFT_LIMB_DESCRIPTION, add_soft_limb_arguments, add_weight_release_arguments
+    from .cases.cli_args import STIFF_FLOP_DESCRIPTION, add_stiff_flop_arguments
 
     c = sub.add_parser(
         "calibrate",
@@ -144,12 +146,19 @@ def _build_parser():
     sl = cases.add_parser("soft-limb", help="real2sim of the DisMech soft limb (measured data)",
                           description=SOFT_LIMB_DESCRIPTION)
     add_soft_limb_arguments(sl)
+    sfl = cases.add_parser("stiff-flop", help="STIFF-FLOP module: E, G/E, damping from the measured TMTDyn data",
+                           description=STIFF_FLOP_DESCRIPTION)
+    add_stiff_flop_arguments(sfl)
     return p
 
 
 # ---------------------------------------------------------------------------------------------
+#: scenes of the shooting (Cosserat) model: sized by n_points, first-order difference formulas
+_SHOOTING_SCENES = ("till", "fluidic")
+
+
 def _size_parameter(scene_name: str) -> str:
-    if scene_name.startswith("till"):
+    if scene_name.startswith(_SHOOTING_SCENES):
         return "n_points"
     if scene_name.startswith("pcs"):
         return "n_segments"
@@ -179,10 +188,10 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
-    shooting = args.scene.startswith("till")
+    shooting = args.scene.startswith(_SHOOTING_SCENES)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
-            raise CLIError("--integrator and --kirchhoff apply to the till-* (Cosserat) scenes only")
+            raise CLIError("--integrator and --kirchhoff apply to the till-* and fluidic-* (Cosserat) scenes only")
         if args.integrator is not None:
             overrides["integrator"] = args.integrator
         overrides["kirchhoff"] = bool(args.kirchhoff)
@@ -373,7 +382,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
-    scheme = _scheme(args, scene.name.startswith("till"))
+    scheme = _scheme(args, scene.name.startswith(_SHOOTING_SCENES))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))
@@ -471,6 +480,13 @@ def _cmd_calibrate(args, out):
 
     if args.case == "weight-release":
         weight_release.run_from_args(args, out=out)
+    elif args.case == "stiff-flop":
+        from .cases import stiff_flop_calibration
+
+        try:
+            stiff_flop_calibration.run_from_args(args, out=out)
+        except FileNotFoundError as e:
+            raise CLIError(str(e)) from None
     else:
         try:
             args.data = str(soft_limb.resolve_data_path(args.data))

@@ -9,6 +9,7 @@ settings); nothing is simulated or compiled.
 import pytest
 
 from jaxrod import scenes
+from jaxrod.cases.stiff_flop import find_data_dir as stiff_flop_data_dir
 from jaxrod.scenes.registry import REGISTRY
 
 # smallest resolution overrides; ``None``: the builder's defaults are already cheap
@@ -22,6 +23,8 @@ _SMALL = {
     "till-weight-release": {"n_points": 10, "integrator": "euler"},
     "till-impulse": {"n_points": 10, "integrator": "euler"},
     "tendon-robot-step": {"n_points": 10, "integrator": "euler"},
+    "fluidic-finger": {"n_points": 10},
+    "fluidic-finger-water": {"n_points": 10},
     "pcs-silicone": {"n_segments": 1},
     "pcs-cfrp": {},
     "friction-validation": {"n_nodes": 5},
@@ -32,9 +35,11 @@ _SMALL = {
     "network-gripper": {"n_fingers": 2, "n_nodes": 12, "phi_range_deg": (0.0, 10.0)},
     "sleeve-pendulum": {},  # the builder simulates the pendulum it replays
     "stiff-flop-passive": {"n_segments": 1},
+    "stiff-flop": {"n_segments": 1},  # reads shared/data/stiff-flop (skipped without it)
 }
 # seconds each even when small (settling solves, network assembly): run with the slow tests
-_SLOW = {"network-spider", "network-two-limb", "network-gripper", "friction-validation", "sleeve-pendulum"}
+_SLOW = {"network-spider", "network-two-limb", "network-gripper", "friction-validation", "sleeve-pendulum",
+         "stiff-flop"}
 
 
 def test_registry_lists_every_scene_once_with_one_line_of_static_text():
@@ -53,6 +58,8 @@ def test_registry_lists_every_scene_once_with_one_line_of_static_text():
 )
 def test_registry_matches_the_built_scene(name):
     info = REGISTRY[name]
+    if name == "stiff-flop" and stiff_flop_data_dir() is None:
+        pytest.skip("STIFF-FLOP data not found (shared/data/stiff-flop)")
     scene = scenes.get_scene(name, **_SMALL[name])
     assert scene.name == name
     assert scene.static == info.static

@@ -353,3 +353,22 @@ def add_soft_limb_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
+
+
+STIFF_FLOP_DESCRIPTION = (
+    "STIFF-FLOP (TMTDyn E1) on the measured recordings: fit E and the viscosity of a PCS model "
+    "driven by the measured pressures on NoLoad 0-29 s, report held-out tip errors (NoLoad 29-54 s, "
+    "Load1, Load2) beside TMTDyn's published 3-12.5 mm and the constant-shape baseline"
+)
+
+
+def add_stiff_flop_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the STIFF-FLOP calibration options (``jaxrod.cases.stiff_flop_calibration``)."""
+    p.add_argument("--out", default=None, help="directory for stiff_flop_*.png and stiff_flop_summary.json")
+    p.add_argument("--segments", type=int, default=3, help="PCS segments (default %(default)s)")
+    p.add_argument("--max-iters", type=int, default=25, help="L-BFGS iterations (default %(default)s)")
+    p.add_argument("--fit-gain", action="store_true", help="also fit a gain on the pressures (nearly "
+                   "degenerate with E: bending goes as P A / (E J))")
+    p.add_argument("--fit-shear", action="store_true", help="also fit G/E (weakly identified by these data)")
+    p.add_argument("--no-fit", action="store_true", help="evaluate the stored fitted values (FITTED) only")
+    return p

@@ -7,8 +7,8 @@ from ``$JAXROD_STIFF_FLOP_DATA`` (a directory) or ``shared/data/stiff-flop/`` ne
 repository or the working directory. Their README (frames, preprocessing, caveats) is the
 reference for every column used here; any copy must keep ``LICENSE.BSD-4-Clause.txt`` with it.
 
-What lives here (no model yet: the actuated module needs pressure chambers, which come with the
-actuated-robot work):
+What lives here (the actuated model and its calibration: :mod:`jaxrod.cases.stiff_flop_model`,
+:mod:`jaxrod.cases.stiff_flop_calibration`):
 
 * :func:`read_recording` -> :class:`Recording` (validated arrays, SI units),
 * :data:`PARAMETERS` (paper Table 2 and the derived section/chamber values),

@@ -76,6 +76,10 @@ _INFOS = (
               ".till", "till_impulse", dt=2e-3, duration=1.0),
     SceneInfo("tendon-robot-step", "Till et al. single-tendon robot: tension ramped up and back (Cosserat)",
               ".tendon", "tendon_robot_step", dt=0.05, duration=25.0),
+    SceneInfo("fluidic-finger", "Till et al. soft finger inflated with air (moles ramped over 2 s, then free), E = 20 kPa",
+              ".fluidic", "fluidic_finger", dt=0.01, duration=4.5, fixed={"fluid": "air"}),
+    SceneInfo("fluidic-finger-water", "Till et al. soft finger filled with water (volume ramped over 2 s, then free)",
+              ".fluidic", "fluidic_finger", dt=0.01, duration=4.5, fixed={"fluid": "water"}),
     SceneInfo("pcs-silicone", "PCS silicone cantilever sagging under gravity (Ishigaki et al.)",
               ".pcs", "pcs_silicone", dt=4e-3, duration=10.0),
     SceneInfo("pcs-cfrp", "PCS CFRP leaf-spring stand-in relaxing from a strain offset (Ishigaki et al.)",
@@ -96,6 +100,8 @@ _INFOS = (
               ".sleeve", "sleeve_pendulum", dt=5e-3, duration=5.0),
     SceneInfo("stiff-flop-passive", "TMTDyn's STIFF-FLOP module, passive: PCS cantilever bending under its weight",
               ".stiff_flop", "stiff_flop_passive", dt=2e-3, duration=1.0),
+    SceneInfo("stiff-flop", "TMTDyn's STIFF-FLOP module driven by the measured pressures (data: shared/data/stiff-flop)",
+              ".stiff_flop", "stiff_flop_actuated", dt=0.05, duration=54.65),
 )
 
 #: Every built-in scene by name, in listing order.

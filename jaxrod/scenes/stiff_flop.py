@@ -38,7 +38,7 @@ from ..timestepping import NewmarkBeta
 from ..validation import check_int
 from .scene import Scene
 
-__all__ = ["stiff_flop_passive", "stiff_flop_section"]
+__all__ = ["stiff_flop_actuated", "stiff_flop_passive", "stiff_flop_section"]
 
 G = 9.81
 
@@ -110,4 +110,46 @@ def stiff_flop_passive(
             "tip_moment_Nm": M,
             "tip_deflection_linear_m": linear,
         },
+    )
+
+
+def stiff_flop_actuated(
+    *,
+    recording: str = "NoLoad",
+    n_segments: int = 3,
+    fitted: bool = True,
+    dt: float | None = None,
+    duration: float | None = None,
+) -> Scene:
+    """The actuated module driven by a measured recording (``stiff-flop``): the PCS model of
+    :mod:`jaxrod.cases.stiff_flop_model` (six chambers fed the smoothed measured pressures, the tip
+    sensor as a rigid body, the measured tip load in Load1/Load2), hanging (gravity +z from base
+    to tip), starting from its rest equilibrium, Newmark-beta at the data rate (0.05 s).
+
+    Args:
+        recording: ``"NoLoad"``, ``"Load1"``, ``"Load2"`` or a CSV path (the data are read from
+            ``shared/data/stiff-flop/``, see :mod:`jaxrod.cases.stiff_flop`).
+        n_segments: PCS segments (>= 1).
+        fitted: use the fitted E, G/E and viscosity (``FITTED``) instead of Table 2's values.
+        dt, duration: time step and simulated time [s] (default 0.05 s and the whole recording).
+    """
+    from ..cases import stiff_flop as sf
+    from ..cases import stiff_flop_model as sm
+    from ..simulate import solve_static
+
+    rec = sf.read_recording(recording)
+    times, p, load = sm.recording_inputs(rec)
+    values = sm.FITTED if fitted else sm.INITIAL
+    model = sm.stiff_flop_model(times, p, load, n_segments=n_segments, **values)
+    rest, _ = solve_static(model, t=0.0)
+    return Scene(
+        "stiff-flop",
+        f"STIFF-FLOP module ({n_segments} PCS segments, {'fitted' if fitted else 'Table 2'} parameters) "
+        f"driven by the measured {rec.name} pressures" + ("" if load is None else " and tip load"),
+        model,
+        dt=sf.SAMPLE_DT if dt is None else dt,
+        duration=float(rec.times[-1]) if duration is None else duration,
+        scheme=NewmarkBeta(),
+        state0=rest,
+        reference={"tip_axis": 2, "recording": rec.name, "measured_times_s": rec.times, "measured_tip_m": rec.tip},
     )

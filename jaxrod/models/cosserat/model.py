@@ -31,6 +31,7 @@ components (sec. 1.5 of the spec); ``kirchhoff=True`` is the unshearable, inexte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import equinox as eqx
@@ -40,6 +41,7 @@ import numpy as np
 
 from ...geometry import quat_to_rotation
 from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced
+from . import pressure as _pressure
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
 from .tendons import check_tendons, section_radius_default, tendon_coefficients, termination_loads
@@ -94,6 +96,8 @@ class StepConstants(eqx.Module):
     drag: jax.Array
     f_ext: jax.Array
     l_ext: jax.Array
+    #: ``(n_chambers,)`` gauge pressures [Pa] of the current shooting iterate (set by ``integrate``)
+    pressures: jax.Array | None = None
 
 
 class CosseratModel(eqx.Module):
@@ -132,6 +136,10 @@ class CosseratModel(eqx.Module):
             enforced at the joints. That bounds the growth of errors over one segment: hard steps
             (the impulse near the base, small dt, long rods) converge where simple shooting fails,
             at ~(6 + 19 (K - 1)) / 6 times the cost of a Jacobian.
+        chambers: tuple of :class:`~jaxrod.models.cosserat.pressure.Chamber` (spec 7.3): eq. 18
+            distributed loads and the cap wrench at the tip; each volume- or moles-controlled
+            chamber adds its pressure to the shooting unknowns (after the segment states) and its
+            volume residual to the residual. Checked against ``section_radius`` too.
     """
 
     rod: CosseratRod
@@ -156,6 +164,7 @@ class CosseratModel(eqx.Module):
     section_radius: jax.Array | None = eqx.field(
         converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None
     )
+    chambers: tuple = ()
 
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
@@ -196,6 +205,9 @@ class CosseratModel(eqx.Module):
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             check_positive("section_radius", radius, "m")
             check_tendons(self.tendons, self.rod.length, radius, grid)
+        if self.chambers:
+            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
+            _pressure.check_chambers(self.chambers, radius)
 
     # ---- grid ------------------------------------------------------------------------------------
     def grid(self) -> np.ndarray:
@@ -319,6 +331,9 @@ class CosseratModel(eqx.Module):
             ns = _mv(R, force_b) - P.f_ext
             ms = _mv(R, moment_b) - _cross(ps, n) - P.l_ext
         grid_vars = [q, w, v, u]
+        if self.chambers:  # before the tendon solve, whose n_s, m_s hold every load free of v_s, u_s
+            fp, lp = _pressure.pressure_loads(self.chambers, P.pressures, u, v)
+            ns, ms = (ns + fp, ms + lp) if local else (ns + _mv(R, fp), ms + _mv(R, lp))
         if self.tendons:
             ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus)
             grid_vars += [vs, us]
@@ -387,8 +402,18 @@ class CosseratModel(eqx.Module):
     # ---- shooting unknowns ---------------------------------------------------------------------------
     @property
     def n_unknowns(self) -> int:
-        """Size of the shooting unknown: 6 base loads + 19 per interior segment start."""
-        return 6 + Y_SIZE * (int(self.segments) - 1)
+        """Size of the shooting unknown: 6 base loads + 19 per interior segment start + 1 per
+        chamber with solved pressure."""
+        return 6 + Y_SIZE * (int(self.segments) - 1) + self._n_pressure_unknowns
+
+    @property
+    def _n_pressure_unknowns(self) -> int:
+        return sum(ch.unknown for ch in self.chambers)
+
+    def chamber_pressures(self, x, t, load_factor=1.0):
+        """``(n_chambers,)`` gauge pressures [Pa] for shooting unknowns ``x`` at time ``t`` [s]."""
+        k = self._n_pressure_unknowns
+        return _pressure.chamber_pressures(self.chambers, x[x.shape[0] - k:], t, load_factor, self.load_scales()[0])
 
     def _segment_intervals(self) -> int:
         """Grid intervals per shooting segment (the last one may hold fewer real intervals)."""
@@ -406,7 +431,10 @@ class CosseratModel(eqx.Module):
 
     def unknowns_from_grid(self, y, G):
         """Shooting unknowns from scaled base loads ``G (6,)`` and a state grid ``y (N, 19)``
-        (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts."""
+        (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts; solved
+        chamber pressures (last) start at zero gauge, or at ``G[6:]`` when given."""
+        if self._n_pressure_unknowns and G.shape[0] == 6:
+            G = jnp.concatenate([G, jnp.zeros(self._n_pressure_unknowns)])
         if int(self.segments) == 1:
             return G
         ys = y[self._segment_starts()[1:]]
@@ -414,7 +442,7 @@ class CosseratModel(eqx.Module):
             Rt = jnp.swapaxes(quat_to_rotation(ys[:, 3:7]), -1, -2)
             ys = ys.at[:, 7:10].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 7:10]))
             ys = ys.at[:, 10:13].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 10:13]))
-        return jnp.concatenate([G, (ys / self.state_scale()).ravel()])
+        return jnp.concatenate([G[:6], (ys / self.state_scale()).ravel(), G[6:]])
 
     def rest_grid(self, t=0.0):
         """``(N, 19)`` straight rest configuration from the base pose at ``t`` (no loads, at rest):
@@ -456,6 +484,8 @@ class CosseratModel(eqx.Module):
         """
         wh_nodes, wh_stages = wh
         fs, ms_ = self.load_scales()
+        if self.chambers:
+            P = dataclasses.replace(P, pressures=self.chamber_pressures(x, t, load_factor))
         G = x[:6]
         p0, h0, q0, w0 = self.base_state(t)
         n0, m0 = G[:3] * fs, G[3:6] * ms_
@@ -466,7 +496,7 @@ class CosseratModel(eqx.Module):
         y0 = jnp.concatenate([p0, h0, n0, m0, q0, w0])
         K = int(self.segments)
         scale = self.state_scale()
-        starts = jnp.concatenate([y0[None], x[6:].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
+        starts = jnp.concatenate([y0[None], x[6:6 + Y_SIZE * (K - 1)].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
         s = jnp.asarray(self.grid())
         ds = jnp.diff(s)
         jumps = self._jumps(t, load_factor)
@@ -534,6 +564,12 @@ class CosseratModel(eqx.Module):
             yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)
+        if self.chambers:  # caps at the distal end: n^b(L) = n^b(L-) - sum P A e3 (zN: L- side)
+            Fc, Mc = _pressure.cap_wrench(self.chambers, P.pressures)
+            if not local:
+                RL = quat_to_rotation(yN[3:7])
+                Fc, Mc = _mv(RL, Fc), _mv(RL, Mc)
+            yN = yN.at[7:13].add(-jnp.concatenate([Fc, Mc]))
         y = jnp.concatenate([ys.reshape(-1, Y_SIZE)[:n_int], yN[None]])
         w = jnp.concatenate([zs.reshape(-1, self.w_size)[:n_int], zN[None]])
         w_stages = zst.reshape(K * per_seg, self.n_stages, self.w_size)[:n_int]
@@ -561,12 +597,24 @@ class CosseratModel(eqx.Module):
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
     def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
-        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, then the tip condition."""
-        _, (w, _), yN, continuity = self.integrate(x, t, P, wh, load_factor)
+        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, then the
+        volume residual of each chamber with solved pressure."""
+        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
-        return jnp.concatenate([continuity.ravel(), tip])
+        if not self._n_pressure_unknowns:
+            return jnp.concatenate([continuity.ravel(), tip])
+        pressures = self.chamber_pressures(x, t, load_factor)
+        vol = _pressure.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
+                                         load_factor, self.rod.length)
+        return jnp.concatenate([continuity.ravel(), tip, vol])
 
     # ---- outputs ------------------------------------------------------------------------------------
+    def chamber_volumes(self, w, w_stages):
+        """``(n_chambers,)`` chamber volumes ``int A |v + u x r| ds`` [m^3] of a state's grid
+        variables ``w (N, w_size)``, ``w_stages (N-1, n_stages, w_size)`` (the integrator's quadrature)."""
+        ds = jnp.diff(jnp.asarray(self.grid()))
+        return _pressure.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
+
     def frames(self, y):
         """``(N, 3, 3)`` material frames at the grid nodes, rows ``(d1, d2, d3)`` (``d3``: axis)."""
         return jnp.swapaxes(quat_to_rotation(y[:, 3:7]), -1, -2)

@@ -26,7 +26,6 @@ from ...validation import (
     check_finite_scalar,
     check_int_sequence,
     check_polyline,
-    check_positive,
     check_shape,
     is_traced,
 )
@@ -112,12 +111,14 @@ class DERModel(AbstractImplicitModel):
             termination (``None``: the tip; :mod:`jaxrod.models.der.tendons`): loads
             ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
             length from the midpoint of edge 0.
-        chambers: tuple of pressure chambers along the whole rod, each with ``offset (2,)`` [m] in
-            the ``(m1, m2)`` section plane, cap ``area`` A [m^2] and ``pressure_at(t)`` (gauge
-            pressure [Pa] at time ``t`` [s]). A chamber's volume is ``A l``, ``l`` the length of its
-            channel polyline (a straight tendon's, to the tip), so the pressure's work gives the
-            generalised force ``+P A dl/dq``: the tendon force with ``tau = -P A`` (spec 7.3: cap
-            force ``P A`` and moment ``P A r x e3`` at the tip, the distributed loads of eq. 18).
+        chambers: tuple of pressure chambers along the whole rod
+            (:class:`~jaxrod.models.pcs.actuation.PressureChamber`, or anything with ``offset
+            (2,)`` [m] in the ``(m1, m2)`` section plane, cap ``area`` A [m^2] and
+            ``pressure_at(t)``, the gauge pressure [Pa] at time ``t`` [s]). A chamber's volume is
+            ``A l``, ``l`` the length of its channel polyline (a straight tendon's, to the tip), so
+            the pressure's work gives the generalised force ``+P A dl/dq``: the tendon force with
+            ``tau = -P A`` (spec 7.3: cap force ``P A`` and moment ``P A r x e3`` at the tip, the
+            distributed loads of eq. 18).
         section_radius: radius [m] holding the tendon channels (default: the rod radius).
 
     Raises:
@@ -223,7 +224,7 @@ class DERModel(AbstractImplicitModel):
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         self.contacts = _check_contacts(contacts, rod, self.q0)
         self.tendons = _check_der_tendons(tendons, rod, section_radius)
-        self.chambers = _check_der_chambers(chambers, rod, section_radius)
+        self.chambers = _check_der_chambers(chambers)
         if self.clamps:
             self.q0 = self._clamp_start(default_q0)
 
@@ -460,29 +461,17 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
     return tendons
 
 
-def _check_der_chambers(chambers, rod: DERRod, section_radius):
-    """Validated tuple of chambers: ``offset (2,)`` finite, ``area > 0``, the chamber (a disk of
-    area A around its offset) inside the section (``section_radius``, default the rod radius)."""
+def _check_der_chambers(chambers):
+    """Tuple of chambers, each with ``offset``, ``area`` and ``pressure_at`` (the chamber class
+    checks its own values and its fit in the section)."""
     chambers = tuple(chambers)
-    radius = rod.radius if section_radius is None else section_radius
     for i, ch in enumerate(chambers):
         for attr in ("offset", "area", "pressure_at"):
             if not hasattr(ch, attr):
                 raise TypeError(
                     f"chambers[{i}] ({type(ch).__name__}) has no {attr!r}; a chamber needs offset (2,) [m], "
-                    "area [m^2] and pressure_at(t) [Pa]"
+                    "area [m^2] and pressure_at(t) [Pa] (e.g. jaxrod.models.pcs.actuation.PressureChamber)"
                 )
-        check_shape(f"chambers[{i}].offset", ch.offset, (2,))
-        check_finite(f"chambers[{i}].offset", ch.offset)
-        check_positive(f"chambers[{i}].area", ch.area, "m^2")
-        if any(is_traced(x) for x in (ch.offset, ch.area, radius)):
-            continue
-        reach = float(np.linalg.norm(np.asarray(ch.offset))) + float(np.sqrt(np.asarray(ch.area) / np.pi))
-        if reach > float(np.asarray(radius)) * (1.0 + 1e-12):
-            raise ValueError(
-                f"chambers[{i}] leaves the cross-section: |offset| + sqrt(area / pi) = {reach:.6g} m, allowed "
-                f"<= section_radius = {float(np.asarray(radius)):.6g} m"
-            )
     return chambers
 
 

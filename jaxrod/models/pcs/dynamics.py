@@ -36,6 +36,7 @@ from ...validation import (
     is_traced,
 )
 from ..base import AbstractImplicitModel, State
+from .actuation import PressureChamber, chamber_forces
 from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
@@ -168,12 +169,55 @@ class PCSRod(eqx.Module):
         return self.density * jnp.stack([J[0], J[1], J[2], self.area, self.area, self.area])
 
 
+class TipBody(eqx.Module):
+    """A rigid body welded to the PCS rod's tip frame (an end effector, a sensor).
+
+    Attributes:
+        mass: m [kg] > 0.
+        com: ``(3,)`` centre of mass in the tip frame [m] (local x = rod axis).
+        inertia: ``(3, 3)`` symmetric positive-definite rotational inertia about the centre of mass,
+            tip-frame axes [kg m^2].
+    """
+
+    mass: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float))
+    com: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float))
+    inertia: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float))
+
+    def __check_init__(self):
+        check_scalar("TipBody.mass", self.mass, "kg")
+        check_positive("TipBody.mass", self.mass, "kg")
+        check_shape("TipBody.com", self.com, (3,))
+        check_finite("TipBody.com", self.com)
+        check_shape("TipBody.inertia", self.inertia, (3, 3))
+        check_finite("TipBody.inertia", self.inertia)
+        if not is_traced(self.inertia):
+            J = np.asarray(self.inertia)
+            if not np.allclose(J, J.T, rtol=1e-12, atol=1e-15) or np.linalg.eigvalsh(J).min() <= 0:
+                raise ValueError(
+                    f"TipBody.inertia must be symmetric positive definite [kg m^2], got eigenvalues "
+                    f"{np.linalg.eigvalsh(0.5 * (J + J.T)).tolist()}"
+                )
+
+    @property
+    def screw_inertia(self):
+        """``(6, 6)`` spatial inertia about the tip-frame origin, angular first:
+        ``[[I_c + m (c.c 1 - c c^T), m [c]x], [-m [c]x, m 1]]`` (kinetic energy ``eta^T M eta / 2``
+        for the body twist ``eta = [w; v]`` of the tip frame: the centre of mass moves at ``v + w x c``)."""
+        m, c = self.mass, self.com
+        cx = jnp.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+        top = jnp.concatenate([self.inertia + m * (c @ c * jnp.eye(3) - jnp.outer(c, c)), m * cx], axis=1)
+        bottom = jnp.concatenate([-m * cx, m * jnp.eye(3)], axis=1)
+        return jnp.concatenate([top, bottom], axis=0)
+
+
 def _gauss_legendre(n_quad):
     x, w = np.polynomial.legendre.leggauss(int(n_quad))
     return 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
 
 
-def inverse_dynamics(rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, n_quad=4):
+def inverse_dynamics(
+    rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, tip_inertia=None, n_quad=4
+):
     """PCS recursive Newton-Euler inverse dynamics (spec sec. 3.6): generalised forces ``(n, 6)``.
 
     Args:
@@ -181,6 +225,9 @@ def inverse_dynamics(rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, ti
         xis, xidots, xiddots: ``(n, 6)`` strains, rates, accelerations.
         gravity_body: ``(3,)`` gravity in the base frame [m/s^2] (enters as base acceleration).
         tip_wrench: ``(6,)`` external ``[moment; force]`` on the tip, in the tip frame [N m, N].
+        tip_inertia: ``(6, 6)`` spatial inertia of a rigid body welded to the tip, about the tip
+            frame origin (:attr:`TipBody.screw_inertia`); its inertial and gravity wrench
+            ``M etadot - ad(eta)^T M eta`` loads the tip.
         n_quad: Gauss-Legendre points per segment.
     """
     dt = xis.dtype
@@ -206,6 +253,8 @@ def inverse_dynamics(rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, ti
     Ainv_end = expA_inv(xis, lengths)
     C_end = tangent_C(xis, lengths)
     f_tip = jnp.zeros(6, dt) if tip_wrench is None else -tip_wrench
+    if tip_inertia is not None:  # the same Newton-Euler wrench as the rod's own sections
+        f_tip = f_tip + tip_inertia @ etadot[-1] - ad(eta[-1]).T @ (tip_inertia @ eta[-1])
 
     def step(f_next, seg):
         fl, tl, A_e, C_e = seg  # eqs. (17), (18) solved for f_i, tau_i
@@ -231,6 +280,10 @@ class PCSModel(AbstractImplicitModel):
             :meth:`generalized_forces` with respect to ``q, v, a`` (hence the dense Newton
             Jacobian) are computed: ``jax.jvp`` through the recursion, or the analytic CMTM
             gradients of :mod:`jaxrod.models.pcs.cmtm` (same values to round-off).
+        tip_body: optional :class:`TipBody` welded to the tip (its inertia and weight; autodiff
+            Jacobian only).
+        chambers: tuple of :class:`~jaxrod.models.pcs.actuation.PressureChamber` (their
+            generalised forces, scaled by ``load_factor``, enter :meth:`residual` at time ``t``).
         tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (arc length from the
             base, offsets in the Cosserat section frame ``(d1, d2) = (local y, local z)``):
             generalised forces ``-tau(t) dl/dq`` of each cable's length ``l``
@@ -249,6 +302,8 @@ class PCSModel(AbstractImplicitModel):
     n_quad: int = eqx.field(static=True, default=4)
     points_per_segment: int = eqx.field(static=True, default=8)
     jacobian: str = eqx.field(static=True, default="autodiff")
+    tip_body: TipBody | None = None
+    chambers: tuple = ()
     tendons: tuple = ()
     section_radius: jax.Array | None = None
 
@@ -269,6 +324,12 @@ class PCSModel(AbstractImplicitModel):
             raise ValueError(f"n_quad must be >= 1, got {self.n_quad}")
         if self.jacobian not in ("autodiff", "cmtm"):
             raise ValueError(f"jacobian must be 'autodiff' or 'cmtm', got {self.jacobian!r}")
+        if self.tip_body is not None and not isinstance(self.tip_body, TipBody):
+            raise TypeError(f"tip_body must be a TipBody or None, got {type(self.tip_body).__name__}")
+        if self.tip_body is not None and self.jacobian == "cmtm":
+            raise ValueError("tip_body is supported with jacobian='autodiff' only (the CMTM gradients omit it)")
+        if not isinstance(self.chambers, tuple) or not all(isinstance(c, PressureChamber) for c in self.chambers):
+            raise TypeError(f"chambers must be a tuple of PressureChamber, got {self.chambers!r}")
         if not is_traced(self.base_rotation):
             R = np.asarray(self.base_rotation)
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
@@ -324,7 +385,10 @@ class PCSModel(AbstractImplicitModel):
         Rt = poses.R_frames[-1]
         w = self.load_factor * self.tip_wrench
         tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
-        tau = inverse_dynamics(self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, n_quad=self.n_quad)
+        M_tip = None if self.tip_body is None else self.tip_body.screw_inertia
+        tau = inverse_dynamics(
+            self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, tip_inertia=M_tip, n_quad=self.n_quad
+        )
         return (tau @ self.basis.B).reshape(-1)
 
     def internal_forces(self, q, v):
@@ -336,6 +400,9 @@ class PCSModel(AbstractImplicitModel):
 
     def residual(self, q, v, a, t, aux):
         r = self.generalized_forces(q, v, a) + self.internal_forces(q, v)
+        if self.chambers:
+            Q = chamber_forces(self.chambers, t, self.rod.segment_lengths)
+            r = r - self.load_factor * (Q @ self.basis.B).reshape(-1)
         if self.tendons:
             r = r - pcs_tendon_forces(self, q, t)
         return r
@@ -358,6 +425,12 @@ class PCSModel(AbstractImplicitModel):
         elastic = 0.5 * jnp.sum(lengths[:, None] * rod.stiffness_density * (xis - rod.rest_strain) ** 2)
         _, p = poses_at(xis, lengths, jnp.asarray(nodes), base=(self.base_rotation, self.base_position))
         gravity = -rod.density * rod.area * jnp.sum(wq * (p @ (self.load_factor * self.gravity)))
+        if self.tip_body is not None:
+            eta_tip = segment_velocities(xis, lengths, xid)[0][-1]
+            kinetic = kinetic + 0.5 * eta_tip @ (self.tip_body.screw_inertia @ eta_tip)
+            R_tip, p_tip = self.segment_end_poses(q)
+            com = p_tip[-1] + R_tip[-1] @ self.tip_body.com
+            gravity = gravity - self.tip_body.mass * com @ (self.load_factor * self.gravity)
         return kinetic + elastic + gravity
 
     # ---- AbstractImplicitModel plumbing ------------------------------------------------------------

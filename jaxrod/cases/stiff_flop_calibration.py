@@ -1,0 +1,231 @@
+"""STIFF-FLOP on the measured data: fit the PCS module's material and damping on a training part of
+NoLoad with exact gradients through the simulation (:mod:`jaxrod.calibrate`), then score held-out
+windows and the Load recordings (model: :mod:`jaxrod.cases.stiff_flop_model`).
+
+Split (``TRAIN``/``HELD_OUT``): the fit sees NoLoad 0-29 s only (its first four pressure steps: p0
+0.36, p2 0.36, p1 0.27, p0 0.74 bar; 29 s is a quiet moment, all pairs released). Held out: NoLoad
+29-54.65 s (the next five steps, up to 1.11 bar: an extrapolation in pressure), Load1 and Load2
+(tip pushes and two pairs at once, never seen). Reported, in mm and % of 64.5 mm, with TMTDyn's
+metric (mean tip distance):
+
+* static: the static equilibria with the inputs at the listed evaluation times (TMTDyn's "Equil."
+  study), in-sample (NoLoad times < 29 s) and held out;
+* dynamic: the simulation over whole windows: NoLoad 7-29 s (in-sample), NoLoad 29-54 s, Load1
+  5-33 s, Load2 5-9.7 s (held out; the last two are TMTDyn's windows);
+* beside each, the constant-shape baseline (the rest tip) on the same samples.
+
+Not comparable with TMTDyn's 3-12.5 mm: TMTDyn did not fit (E from Table 2, damping hand tuned),
+ran one simulation over whole recordings, used the ``floor(t / 0.05)`` sample (ours: the nearest)
+and possibly other preprocessing (the IJRR2020 branch scaled the pressures by 5/4); its static
+numbers pool with-load times differently; our NoLoad 29-54 s window is a sub-window of its 7-54 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import stiff_flop as sf
+from . import stiff_flop_model as sm
+from .cli_args import STIFF_FLOP_DESCRIPTION, add_stiff_flop_arguments
+
+DESCRIPTION = STIFF_FLOP_DESCRIPTION
+#: training window [s] of NoLoad
+TRAIN = ("NoLoad", 0.0, 29.0)
+#: dynamic evaluation windows ``(recording, start, end, split)``
+DYNAMIC = (
+    ("NoLoad", 7.0, 29.0, "in-sample"),
+    ("NoLoad", 29.0, 54.0, "held-out"),
+    ("Load1", 5.0, 33.0, "held-out"),
+    ("Load2", 5.0, 9.7, "held-out"),
+)
+#: TMTDyn's published errors (spec 9.5): (case, mm, %)
+PUBLISHED = (
+    ("ROM n_r=1, no load, static", 6.0, 9.0),
+    ("ROM n_r=1, no load, dynamic", 3.5, 5.5),
+    ("ROM n_r=1, tip load, static", 12.5, 19.0),
+    ("ROM n_r=1, tip load, dynamic", 9.0, 14.0),
+    ("EBA n_d=5, no load, static", 5.2, 8.1),
+    ("EBA n_d=5, no load, dynamic", 3.0, 4.7),
+)
+#: fitted by default; G/E stays at the paper's 1/3: free, it drifted from 0.37 to 0.05 for a 1% lower
+#: training loss (a flat direction of these data, measured), see README "STIFF-FLOP on measured data"
+FREE = ("youngs_modulus", "viscosity")
+UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "pressure_gain": "-"}
+
+
+add_arguments = add_stiff_flop_arguments
+
+
+def _inputs(name):
+    rec = sf.read_recording(name)
+    times, p, load = sm.recording_inputs(rec)
+    return rec, times, p, load
+
+
+def _window_prediction(values, rec, times, p, load, t0, t1, n_segments):
+    import jax
+
+    n = int(round((t1 - t0) / sf.SAMPLE_DT))
+    f = jax.jit(lambda v, tt, pp, ll: sm.predict_tip(v, tt, pp, ll, t0=t0, n_steps=n, n_segments=n_segments))
+    tip, valid = f(values, times, p, load)
+    rows = rec.window(t0, t1)[: n + 1]
+    return rows, np.asarray(tip)[: rows.size], np.asarray(valid)[: rows.size]
+
+
+def evaluate_all(values, n_segments=3, say=print):
+    """Rows of the error table (dicts) and the predictions ``{(name, t0, t1): (rows, tip)}``."""
+    import jax
+
+    table, preds = [], {}
+    cache = {}
+    for name, t0, t1, split in DYNAMIC:
+        if name not in cache:
+            cache[name] = _inputs(name)
+        rec, times, p, load = cache[name]
+        w = time.perf_counter()
+        rows, tip, valid = _window_prediction(values, rec, times, p, load, t0, t1, n_segments)
+        if not valid.all():
+            say(f"  warning: {name} {t0}-{t1} s: {int((~valid).sum())} frames from unconverged steps")
+        e, rel = sf.tip_error(tip, rec.tip[rows])
+        b, brel = sf.constant_shape_error(rec, rows)
+        preds[(name, t0, t1)] = (rows, tip)
+        table.append(dict(kind="dynamic", recording=name, window=f"{t0:g}-{t1:g} s", split=split, n=int(rows.size),
+                          err_mm=1e3 * e, err_pct=100 * rel, base_mm=1e3 * b, base_pct=100 * brel))
+        say(f"  {name} {t0:g}-{t1:g} s ({split}): {1e3 * e:.2f} mm (baseline {1e3 * b:.2f} mm) "
+            f"[{time.perf_counter() - w:.1f} s]")
+    static = jax.jit(lambda v, tt, pp, ll, at: sm.static_tips(v, tt, pp, ll, at, n_segments=n_segments))
+    for name in sf.RECORDINGS:
+        if name not in cache:
+            cache[name] = _inputs(name)
+        rec, times, p, load = cache[name]
+        at = np.asarray(sf.STATIC_TIMES[name])
+        groups = [("in-sample", at < TRAIN[2]), ("held-out", at >= TRAIN[2])] if name == TRAIN[0] else [("held-out", at == at)]
+        tips = np.asarray(static(values, times, p, load, at))
+        for split, sel in groups:
+            if not sel.any():
+                continue
+            rows = rec.rows(at[sel])
+            e, rel = sf.tip_error(tips[sel], rec.tip[rows])
+            b, brel = sf.constant_shape_error(rec, rows)
+            table.append(dict(kind="static", recording=name, window=f"{sel.sum()} times", split=split,
+                              n=int(sel.sum()), err_mm=1e3 * e, err_pct=100 * rel, base_mm=1e3 * b, base_pct=100 * brel))
+            say(f"  {name} static ({split}, {sel.sum()} times): {1e3 * e:.2f} mm (baseline {1e3 * b:.2f} mm)")
+    return table, preds
+
+
+def format_table(table) -> str:
+    lines = ["| study | recording | window | split | model error mm (%) | constant shape mm (%) |",
+             "|---|---|---|---|---|---|"]
+    for r in table:
+        lines.append(f"| {r['kind']} | {r['recording']} | {r['window']} | {r['split']} | "
+                     f"{r['err_mm']:.2f} ({r['err_pct']:.1f}%) | {r['base_mm']:.2f} ({r['base_pct']:.1f}%) |")
+    return "\n".join(lines)
+
+
+def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print):
+    """Fit on :data:`TRAIN`; returns the :class:`~jaxrod.calibrate.FitReport`."""
+    import jax.numpy as jnp
+
+    from ..calibrate import Log, Objective, Parameter, ParamSet, fit
+
+    name, t0, t1 = TRAIN
+    rec, times, p, load = _inputs(name)
+    n = int(round((t1 - t0) / sf.SAMPLE_DT))
+    rows = rec.window(t0, t1)[: n + 1]
+    params = ParamSet([
+        Parameter(k, sm.INITIAL[k], Log(), unit=UNITS[k],
+                  fixed=(k not in FREE and not (fit_gain and k == "pressure_gain") and not (fit_shear and k == "shear_ratio")))
+        for k in sm.INITIAL
+    ])
+    data = {"times": jnp.asarray(times), "p": jnp.asarray(p), "tip": jnp.asarray(rec.tip[rows])}
+
+    def residuals(values, d):
+        tip, valid = sm.predict_tip(values, d["times"], d["p"], None, t0=t0, n_steps=n, n_segments=n_segments)
+        r = (tip - d["tip"]) / 1e-3  # mm
+        return jnp.where(valid[:, None], r, 0.0), jnp.broadcast_to(valid[:, None], r.shape)
+
+    obj = Objective(residuals, params, data=data, mode="forward")
+    say(f"fit: {name} {t0:g}-{t1:g} s ({rows.size} samples), {n_segments} PCS segments, dt {sf.SAMPLE_DT} s")
+    return fit(obj, method="lbfgs", max_iters=max_iters, ftol=1e-6, patience=2)
+
+
+def plot(preds, path_prefix):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for (name, t0, t1), (rows, tip) in preds.items():
+        rec = sf.read_recording(name)
+        fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+        t = rec.times[rows]
+        for k, lab in enumerate("xyz"):
+            axes[k].plot(t, 1e3 * rec.tip[rows, k], "k", lw=1, label="measured")
+            axes[k].plot(t, 1e3 * tip[:, k], "C1", lw=1, label="PCS (fitted)")
+            axes[k].set_xlabel("t [s]")
+            axes[k].set_ylabel(f"tip {lab} [mm]")
+        axes[0].legend(fontsize=8)
+        axes[3].plot(1e3 * rec.tip[rows, 0], 1e3 * rec.tip[rows, 1], "k", lw=1)
+        axes[3].plot(1e3 * tip[:, 0], 1e3 * tip[:, 1], "C1", lw=1)
+        axes[3].set_aspect("equal")
+        axes[3].set_xlabel("x [mm]")
+        axes[3].set_ylabel("y [mm] (top view)")
+        fig.suptitle(f"STIFF-FLOP {name} {t0:g}-{t1:g} s: measured vs simulated tip")
+        fig.tight_layout()
+        path = f"{path_prefix}_{name}_{t0:g}-{t1:g}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def run_from_args(args, out=None):
+    out = sys.stdout if out is None else out
+
+    def say(msg):
+        print(msg, file=out, flush=True)
+
+    if sf.find_data_dir() is None:
+        raise FileNotFoundError(f"STIFF-FLOP data not found ({sf.DATA_SOURCE})")
+    summary = {"segments": args.segments}
+    if args.no_fit:
+        values = dict(sm.FITTED)
+    else:
+        rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say)
+        say(rep.summary())
+        values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
+        summary.update(fit_wall_s=rep.wall_time, fit_iterations=rep.iterations, fit_evaluations=rep.evaluations,
+                       fit_loss=rep.loss, fit_history=[float(h) for h in rep.history])
+    say("values: " + ", ".join(f"{k} = {v:.6g} {UNITS[k]}" for k, v in values.items()))
+    summary["values"] = values
+    say("evaluating (static equilibria at the listed times; dynamic windows):")
+    table, preds = evaluate_all(values, args.segments, say=say)
+    summary["table"] = table
+    say(format_table(table))
+    say("TMTDyn published (not fitted; whole recordings): "
+        + "; ".join(f"{c} {mm:g} mm ({pct:g}%)" for c, mm, pct in PUBLISHED))
+    if args.out:
+        d = Path(args.out)
+        d.mkdir(parents=True, exist_ok=True)
+        for p in plot(preds, str(d / "stiff_flop")):
+            say(f"figure {p}")
+        (d / "stiff_flop_summary.json").write_text(json.dumps(summary, indent=1))
+        say(f"summary {d / 'stiff_flop_summary.json'}")
+    return summary
+
+
+def main(argv=None) -> int:
+    args = add_arguments(argparse.ArgumentParser(description=DESCRIPTION)).parse_args(argv)
+    try:
+        run_from_args(args)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0

@@ -31,3 +31,36 @@ def _release_compiled_programs():
 
     jax.clear_caches()
     gc.collect()
+
+
+#: Test files that compiled longest in the last cold CI run (2 cores, empty cache), longest first.
+#: ``-n 2 --dist loadfile`` hands files to the workers in collection order (with
+#: ``loadscopereorder`` off, see :func:`pytest_configure`), so they are collected first: a long
+#: file handed out last would leave the other worker idle while it runs (longest processing time
+#: first). The other files follow in their usual (alphabetical) order.
+LONGEST_FIRST = (
+    "test_system_hybrid.py",
+    "test_der_contact.py",
+    "test_calibrate.py",
+    "test_system_forces.py",
+    "test_system_hybrid_sparse.py",
+    "test_der_network.py",
+    "test_der_gradients.py",
+    "test_reduced_rods.py",
+    "test_modelfile.py",
+    "test_system_joints.py",
+    "test_system_sparse.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay contiguous
+
+
+def pytest_configure(config):
+    # pytest-xdist >= 3.6 sorts the files by their number of tests before handing them out (its
+    # ``--loadscope-reorder``, on by default): here that puts files of many cheap tests first and
+    # the long compiles wherever their test count falls. Keep the order of LONGEST_FIRST instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False

@@ -123,13 +123,16 @@ def test_double_pendulum_file_keeps_its_energy():
 
 
 RUNS = {  # example -> steps of a smoke run
-    "cantilever_a1.toml": 2, "pcs_silicone.toml": 2, "till_benchmark.toml": 2, "helix_b1.toml": 2,
-    "network_two_limb.toml": 2,
+    "cantilever_a1.toml": 2, "till_benchmark.toml": 2, "helix_b1.toml": 2, "network_two_limb.toml": 2,
 }
 
 
 def test_every_example_is_covered():
+    # pcs_silicone.toml and cantilever_static.toml are covered by
+    # test_der_and_pcs_files_build_the_scene_models: the same model, scheme and dt as the scene,
+    # whose Newmark runs test_pcs_dynamics.py checks (a smoke run here took 131 s in a cold CI run)
     covered = set(RUNS) | {"pendulum.toml", "double_pendulum.toml", "four_bar.toml", "cantilever_static.toml",
+                           "pcs_silicone.toml",
                            "pendulum_with_rod.toml", "sleeve_pendulum.toml", "stiff_flop_passive.toml"}
     assert set(example_names()) == covered
 

@@ -402,15 +402,21 @@ def _grad_loss(params):
     return jnp.sum(s.body_positions(traj.positions)[-1, :, 2])
 
 
-grad_loss = jax.jit(jax.value_and_grad(_grad_loss))
+# forward mode (one JVP per parameter direction; the direction is an array argument, so one
+# compiled program serves both derivatives and, through its primal output, every finite-difference
+# run). Reverse mode through the time loop is checked on DER rods in test_der_gradients.py; here
+# it compiled for 236 s CPU against 143 s for this JVP (same derivative to 1e-15; load ~10).
+loss_jvp = jax.jit(lambda p, t: jax.jvp(_grad_loss, (p,), (t,)))
 P0 = {"mass": jnp.asarray(TIP_MASS), "E": jnp.asarray(E_STEEL)}
 
 
 @pytest.mark.parametrize("name", ["mass", "E"])
 def test_gradient_matches_central_differences(name):
-    g = float(grad_loss(P0)[1][name])
+    unit = {k: jnp.asarray(float(k == name)) for k in P0}
+    g = float(loss_jvp(P0, unit)[1])
     h = 1e-4 * float(P0[name])
-    fd = (float(grad_loss({**P0, name: P0[name] + h})[0]) - float(grad_loss({**P0, name: P0[name] - h})[0])) / (2 * h)
+    fd = (float(loss_jvp({**P0, name: P0[name] + h}, unit)[0])
+          - float(loss_jvp({**P0, name: P0[name] - h}, unit)[0])) / (2 * h)
     assert abs(fd) > 0
     assert abs(g - fd) <= 1e-5 * abs(fd), (g, fd)
 

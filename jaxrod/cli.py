@@ -455,7 +455,13 @@ def _write_figures(args, traj, model, scene, out):
         # separate lines, a floor contact as the floor
         pos = traj.positions
         scale = displacement_scale(pos, pos[0], args.exaggerate, model=model)
-    if args.plot:
+    if args.plot and getattr(traj, "plate_position", None) is not None:  # parallel robot: the plate
+        from .plot import plot_plate_trajectory
+
+        with activity(f"drawing {args.plot}", enabled=report):
+            plot_plate_trajectory(traj, args.plot, title=scene.description,
+                                  actuated_s=scene.reference.get("actuated_s"))
+    elif args.plot:
         with activity(f"drawing {args.plot}", enabled=report):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
         print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)

@@ -32,9 +32,11 @@ _SMALL = {
     "network-gripper": {"n_fingers": 2, "n_nodes": 12, "phi_range_deg": (0.0, 10.0)},
     "sleeve-pendulum": {},  # the builder simulates the pendulum it replays
     "stiff-flop-passive": {"n_segments": 1},
+    "stewart-gough": {"n_points": 16, "actuated_frames": 2},
 }
 # seconds each even when small (settling solves, network assembly): run with the slow tests
-_SLOW = {"network-spider", "network-two-limb", "network-gripper", "friction-validation", "sleeve-pendulum"}
+_SLOW = {"network-spider", "network-two-limb", "network-gripper", "friction-validation", "sleeve-pendulum",
+         "stewart-gough"}  # stewart-gough: inverse statics compiled
 
 
 def test_registry_lists_every_scene_once_with_one_line_of_static_text():

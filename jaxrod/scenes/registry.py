@@ -96,6 +96,8 @@ _INFOS = (
               ".sleeve", "sleeve_pendulum", dt=5e-3, duration=5.0),
     SceneInfo("stiff-flop-passive", "TMTDyn's STIFF-FLOP module, passive: PCS cantilever bending under its weight",
               ".stiff_flop", "stiff_flop_passive", dt=2e-3, duration=1.0),
+    SceneInfo("stewart-gough", "Till et al. continuum Stewart-Gough platform: plate driven along a line, then free",
+              ".stewart_gough", "stewart_gough", dt=1.0 / 120.0, duration=5.0),
 )
 
 #: Every built-in scene by name, in listing order.

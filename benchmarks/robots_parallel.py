@@ -3,7 +3,7 @@ spec 7.1), and the stability transition on the authors' path.
 
 Usage::
 
-    python benchmarks/robots_parallel.py            # 200 Euler points (paper), 50 Euler, 20 RK4
+    python benchmarks/robots_parallel.py            # 200 Euler points (paper), 100 Euler, 20 RK4
     python benchmarks/robots_parallel.py --quick    # 20 RK4 points only
 
 Rows (:func:`rows`, collected by ``benchmarks/robots.py``): the ``stewart-gough`` scene (six legs,
@@ -34,7 +34,7 @@ from jaxrod.scenes import get_scene
 
 CASES = (
     {"n_points": 200, "integrator": "euler"},
-    {"n_points": 50, "integrator": "euler"},
+    {"n_points": 100, "integrator": "euler"},
     {"n_points": 20, "integrator": "rk4"},
 )
 

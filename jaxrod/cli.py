@@ -148,8 +148,13 @@ def _build_parser():
 
 
 # ---------------------------------------------------------------------------------------------
+def _is_shooting(scene_name: str) -> bool:
+    """Scenes of the Cosserat shooting model (``--integrator``, ``--kirchhoff``, its schemes)."""
+    return scene_name.startswith("till") or scene_name == "stewart-gough"
+
+
 def _size_parameter(scene_name: str) -> str:
-    if scene_name.startswith("till"):
+    if _is_shooting(scene_name):
         return "n_points"
     if scene_name.startswith("pcs"):
         return "n_segments"
@@ -179,7 +184,7 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
-    shooting = args.scene.startswith("till")
+    shooting = _is_shooting(args.scene)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
             raise CLIError("--integrator and --kirchhoff apply to the till-* (Cosserat) scenes only")
@@ -373,7 +378,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
-    scheme = _scheme(args, scene.name.startswith("till"))
+    scheme = _scheme(args, _is_shooting(scene.name))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))

@@ -26,7 +26,7 @@ from .scene import Scene
 
 
 def stewart_gough(
-    *, n_points: int = PAPER["n_points"], integrator: str = "euler", dt: float | None = None,
+    *, n_points: int = PAPER["n_points"], integrator: str = "euler", kirchhoff: bool = False, dt: float | None = None,
     duration: float | None = None, actuated_frames: int = PAPER["actuated_frames"],
     end=PAPER["end_m"],
 ):
@@ -39,15 +39,15 @@ def stewart_gough(
     if n_act < 1:
         raise ValueError(f"actuated_frames must be >= 1, got {actuated_frames}")
     duration = 2 * n_act * dt if duration is None else float(duration)
-    home = StewartGough.paper(np.full(6, PAPER["start_m"][2]), n_points=n_points, integrator=integrator)
+    grid = {"n_points": n_points, "integrator": integrator, "kirchhoff": kirchhoff}
+    home = StewartGough.paper(np.full(6, PAPER["start_m"][2]), **grid)
     path = np.linspace(PAPER["start_m"], np.asarray(end, dtype=float), n_act + 1)
     lengths, _, _ = solve_inverse_static(home, path)
-    robot = StewartGough.paper(LegLengths(np.arange(n_act + 1) * dt, lengths), n_points=n_points,
-                               integrator=integrator)
+    robot = StewartGough.paper(LegLengths(np.arange(n_act + 1) * dt, lengths), **grid)
     return Scene(
         "stewart-gough",
         f"Till et al. continuum Stewart-Gough platform: plate driven along x to {float(end[0]):g} m in "
-        f"{n_act * dt:g} s, then free; 6 legs x {n_points} {integrator} points",
+        f"{n_act * dt:g} s, then free; 6 {'Kirchhoff' if kirchhoff else 'Cosserat'} legs x {n_points} {integrator} points",
         robot,
         dt=dt,
         duration=duration,

@@ -36,6 +36,7 @@ lengths as unknowns in place of the plate pose.
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import equinox as eqx
 import jax
@@ -58,9 +59,12 @@ N_LEGS = 6
 DEFAULT_SOLVER = NewtonSolver(
     rtol=1e-10, atol=1e-10, max_steps=25, linear_solver=DenseJacobianSolver(), reuse_jacobian=True,
 )
-#: Static and inverse-kinematics solves (from :meth:`StewartGough.initial_guess` or a nearby
-#: solution; a Levenberg-Marquardt fallback would double the compile time).
+#: Static solves (from :meth:`StewartGough.initial_guess` or a nearby solution; a
+#: Levenberg-Marquardt fallback would double the compile time).
 DEFAULT_STATIC_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=60, linear_solver=DenseJacobianSolver())
+#: Inverse statics along a path: the same, with the Levenberg-Marquardt fallback (one of 300 poses
+#: of the paper's path at 200 Euler points once failed without it, in a run that did not repeat).
+DEFAULT_IK_SOLVER = dataclasses.replace(DEFAULT_STATIC_SOLVER, fallback="levenberg_marquardt")
 
 #: Till et al. sec. 5.1 / the authors' public code (spec 7.1 parameter table).
 PAPER = {
@@ -253,16 +257,17 @@ class StewartGough(eqx.Module):
             raise TypeError(f"lengths must be LegLengths, got {type(self.lengths).__name__}")
 
     @classmethod
-    def paper(cls, lengths, *, n_points: int = 200, integrator: str = "euler", reference_length: float = 0.5,
-              **kw) -> StewartGough:
+    def paper(cls, lengths, *, n_points: int = 200, integrator: str = "euler", kirchhoff: bool = False,
+              reference_length: float = 0.5, **kw) -> StewartGough:
         """The robot of Till et al. sec. 5.1 (:data:`PAPER`): steel legs E 207 GPa, G = E/2.6,
         r 1 mm, rho 8000; hole pattern radius 87 mm, major angle 100 deg; acrylic plate 92.1 g,
         ``J = diag(1.91, 1.91, 3.81) 10^-4 kg m^2``; gravity ``-9.81 e_z``; no damping.
-        ``lengths``: :class:`LegLengths` (or ``(6,)`` fixed lengths [m])."""
+        ``lengths``: :class:`LegLengths` (or ``(6,)`` fixed lengths [m]); ``n_points``,
+        ``integrator``, ``kirchhoff``: the legs' grid (see :class:`CosseratModel`)."""
         p = PAPER
         rod = CosseratRod.circular(reference_length, p["radius_m"], youngs_modulus=p["youngs_modulus_pa"],
                                    shear_modulus=p["shear_modulus_pa"], density=p["density_kg_m3"])
-        leg = _Leg(rod, n_points=n_points, integrator=integrator, gravity=(0.0, 0.0, -9.81))
+        leg = _Leg(rod, n_points=n_points, integrator=integrator, kirchhoff=kirchhoff, gravity=(0.0, 0.0, -9.81))
         base, plate = stewart_gough_pattern(p["pattern_radius_m"], p["major_angle_deg"])
         if not isinstance(lengths, LegLengths):
             lengths = LegLengths.constant(lengths)
@@ -290,7 +295,12 @@ class StewartGough(eqx.Module):
         ends = [int(c[-1]) for c in legs]
         order = np.argsort(np.arctan2(np.asarray(self.plate_points)[:, 1], np.asarray(self.plate_points)[:, 0]))
         hexagon = np.array([ends[k] for k in order] + [ends[order[0]]])
-        return _Topology(tuple(legs) + (hexagon, np.array([N_LEGS * n])))
+        return SimpleNamespace(limb_nodes=tuple(legs) + (hexagon, np.array([N_LEGS * n])))
+
+    @property
+    def n_nodes(self) -> int:
+        """Rows of ``ParallelTrajectory.positions``: ``6 n_points`` leg nodes and the plate centre."""
+        return N_LEGS * self.n_points + 1
 
     def _template(self) -> _Leg:
         leg = self.leg
@@ -403,10 +413,6 @@ class StewartGough(eqx.Module):
         return ParallelState(x, y, gv, carrier)
 
 
-class _Topology(eqx.Module):
-    limb_nodes: tuple = eqx.field(static=True)
-
-
 # ---- statics ---------------------------------------------------------------------------------
 @eqx.filter_jit
 def _static_jit(robot: StewartGough, t, guess, solver):
@@ -466,7 +472,7 @@ def solve_inverse_static(robot: StewartGough, plate_positions, plate_rotations=N
     Returns:
         ``(lengths (K, 6) [m], loads (K, 6, 6) scaled base loads, converged (K,))``.
     """
-    solver = DEFAULT_STATIC_SOLVER if solver is None else solver
+    solver = DEFAULT_IK_SOLVER if solver is None else solver
     P = jnp.asarray(plate_positions, dtype=float)
     check_shape("plate_positions", P, (None, 3))
     Rs = jnp.broadcast_to(jnp.eye(3), (P.shape[0], 3, 3)) if plate_rotations is None else jnp.asarray(plate_rotations)

@@ -452,11 +452,17 @@ def _ik_residual(robot: StewartGough, x, p, R):
 
 @eqx.filter_jit
 def _ik_path_jit(robot, positions, rotations, guess, solver):
-    def body(x, pr):
-        res = newton_solve(lambda z, _: _ik_residual(robot, z, *pr), x, None, solver)
-        return res.value, (res.value, res.converged, res.residual_norm)
+    def body(carry, pr):
+        x, x_prev, k = carry
+        # secant predictor from the second solved pose on: near the end of the paper's path the
+        # lengths of legs 3, 4 steepen (200 Euler points: towards a fold) and a plain warm start
+        # can miss the branch
+        w = jnp.where(k >= 2, 1.0, 0.0)
+        start = jax.tree_util.tree_map(lambda a, b: a + w * (a - b), x, x_prev)
+        res = newton_solve(lambda z, _: _ik_residual(robot, z, *pr), start, None, solver)
+        return (res.value, x, k + 1), (res.value, res.converged, res.residual_norm)
 
-    _, (xs, conv, rn) = jax.lax.scan(body, guess, (positions, rotations))
+    _, (xs, conv, rn) = jax.lax.scan(body, (guess, guess, jnp.asarray(0)), (positions, rotations))
     return xs, conv, rn
 
 

@@ -466,6 +466,7 @@ def _write_figures(args, traj, model, scene, out):
         with activity(f"drawing {args.plot}", enabled=report):
             plot_plate_trajectory(traj, args.plot, title=scene.description,
                                   actuated_s=scene.reference.get("actuated_s"))
+        print(f"plot      {args.plot} (plate position, tilt and path, true scale)", file=out, flush=True)
     elif args.plot:
         with activity(f"drawing {args.plot}", enabled=report):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)

@@ -486,6 +486,18 @@ def solve_inverse_static(robot: StewartGough, plate_positions, plate_rotations=N
         plate_guess, lengths = robot.initial_guess(P[0])
         guess = (lengths, plate_guess[1])
     (lengths, loads), conv, rn = _ik_path_jit(robot, P, Rs, guess, solver)
+    if not _is_traced((P, guess)) and not bool(jnp.all(conv)) and P.shape[0] > 1:
+        # retry from the last good pose with 4 sub-steps per step (one more compile); the
+        # 200-point Euler legs of the paper's path failed at pose 277 of 300 in some processes
+        k = max(int(np.argmin(np.asarray(conv))), 1)
+        sub = 4
+        s = jnp.linspace(0.0, 1.0, sub + 1)[1:]
+        Pf = (P[k - 1:-1, None] + s[None, :, None] * (P[k:, None] - P[k - 1:-1, None])).reshape(-1, 3)
+        Rf = jnp.repeat(Rs[k:], sub, axis=0)  # rotations: each sub-step takes the target's
+        start = jax.tree_util.tree_map(lambda a: a[k - 1], (lengths, loads))
+        (lf, ldf), cf, rf = _ik_path_jit(robot, Pf, Rf, start, solver)
+        keep = lambda a, b: jnp.concatenate([a[:k], b[sub - 1::sub]])
+        lengths, loads, conv, rn = keep(lengths, lf), keep(loads, ldf), keep(conv, cf), keep(rn, rf)
     if throw and not bool(jnp.all(conv)):
         k = int(np.argmin(np.asarray(conv)))
         from ...simulate import ConvergenceError

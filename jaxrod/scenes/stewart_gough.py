@@ -33,12 +33,14 @@ def stewart_gough(
     """Till et al. sec. 5.1 robot on the authors' path (see the module docstring).
 
     ``actuated_frames``: steps over which the plate is driven from the start to ``end`` [m]
-    (inverse statics at each); ``duration`` default: twice that (the rest is free swaying)."""
+    (inverse statics at each); ``duration`` [s] default: the paper's 600 frames (the steps after
+    the actuated ones are free swaying)."""
     dt = PAPER["dt_s"] if dt is None else float(dt)
     n_act = int(actuated_frames)
     if n_act < 1:
         raise ValueError(f"actuated_frames must be >= 1, got {actuated_frames}")
-    duration = 2 * n_act * dt if duration is None else float(duration)
+    frames = PAPER["actuated_frames"] + PAPER["free_frames"]
+    duration = frames * dt if duration is None else float(duration)
     grid = {"n_points": n_points, "integrator": integrator, "kirchhoff": kirchhoff}
     home = StewartGough.paper(np.full(6, PAPER["start_m"][2]), **grid)
     path = np.linspace(PAPER["start_m"], np.asarray(end, dtype=float), n_act + 1)

@@ -167,7 +167,7 @@ def test_plate_force_and_moment_balance_every_step(pushed):
 
 def test_slow_actuation_tracks_quasi_static_fast_does_not(home, pushed):
     """The same 6 mm change of legs 0, 1 (plate moves 24 mm) over 0.4 s (slow) and over 0.1 s
-    then held (fast). At every 8th frame the dynamic plate is compared with the forward static
+    then held (fast). At every 12th frame the dynamic plate is compared with the forward static
     solution at that instant's lengths."""
     _, st0 = home
     L0 = np.full(6, L_HOME)
@@ -177,7 +177,7 @@ def test_slow_actuation_tracks_quasi_static_fast_does_not(home, pushed):
     def lag(robot, tr):
         errs, span = [], []
         guess = st0.unknowns
-        for k in range(0, N_STEPS + 1, 8):
+        for k in range(0, N_STEPS + 1, 12):
             st = _static(robot, float(tr.times[k]), guess)
             guess = st.unknowns
             errs.append(np.linalg.norm(np.asarray(tr.plate_position[k] - st.plate_position)))
@@ -187,7 +187,7 @@ def test_slow_actuation_tracks_quasi_static_fast_does_not(home, pushed):
     e_slow, span = lag(robot_slow, slow)
     e_fast, _ = lag(*pushed)
     assert span > 1e-3  # the plate moves by millimetres
-    # measured: slow 55 um = 0.22 % of the 24.5 mm motion, fast 0.64 mm = 2.6 %
+    # measured: slow 41 um = 0.17 % of the 24.5 mm motion, fast 0.64 mm = 2.6 %
     assert e_slow < 0.005 * span, (e_slow, span)
     assert e_fast > 5.0 * e_slow, (e_fast, e_slow)
 

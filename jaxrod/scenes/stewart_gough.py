@@ -49,7 +49,8 @@ def stewart_gough(
     return Scene(
         "stewart-gough",
         f"Till et al. continuum Stewart-Gough platform: plate driven along x to {float(end[0]):g} m in "
-        f"{n_act * dt:g} s, then free; 6 {'Kirchhoff' if kirchhoff else 'Cosserat'} legs x {n_points} {integrator} points",
+        f"{n_act * dt:g} s, then free; 6 {'Kirchhoff' if kirchhoff else 'Cosserat'} legs x {n_points} "
+        f"{integrator} points",
         robot,
         dt=dt,
         duration=duration,

@@ -3,6 +3,15 @@
 
 from .loads import Constant, Hat, PointLoad, ReleasedAt, Samples
 from .model import CosseratModel
+from .parallel import (
+    LegLengths,
+    ParallelState,
+    ParallelTrajectory,
+    StewartGough,
+    simulate_parallel,
+    solve_inverse_static,
+    solve_static_parallel,
+)
 from .rod import CosseratRod
 from .simulate import (
     DEFAULT_SOLVER,
@@ -28,6 +37,13 @@ __all__ = [
     "Routing",
     "StraightRouting",
     "HelicalRouting",
+    "LegLengths",
+    "ParallelState",
+    "ParallelTrajectory",
+    "StewartGough",
+    "simulate_parallel",
+    "solve_inverse_static",
+    "solve_static_parallel",
     "SampledRouting",
     "FunctionRouting",
     "Tendon",

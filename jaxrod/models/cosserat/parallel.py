@@ -43,8 +43,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...geometry import rotation_log, rotation_matrix, unskew
-from ...simulate import SolverStats, Trajectory, _f, _is_traced, check_trajectory, newton_stats, scan_saves, validate_steps
+from ...geometry import rotation_matrix, unskew
+from ...simulate import (
+    ConvergenceError,
+    SolverStats,
+    Trajectory,
+    _f,
+    _is_traced,
+    check_trajectory,
+    newton_stats,
+    scan_saves,
+    validate_steps,
+)
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import NewtonResult, NewtonSolver, newton_solve, placeholder_factorization
 from ...timestepping import DifferenceFormula
@@ -62,9 +72,6 @@ DEFAULT_SOLVER = NewtonSolver(
 #: Static solves (from :meth:`StewartGough.initial_guess` or a nearby solution; a
 #: Levenberg-Marquardt fallback would double the compile time).
 DEFAULT_STATIC_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=60, linear_solver=DenseJacobianSolver())
-#: Inverse statics along a path: the same, with the Levenberg-Marquardt fallback (one of 300 poses
-#: of the paper's path at 200 Euler points once failed without it, in a run that did not repeat).
-DEFAULT_IK_SOLVER = dataclasses.replace(DEFAULT_STATIC_SOLVER, fallback="levenberg_marquardt")
 
 #: Till et al. sec. 5.1 / the authors' public code (spec 7.1 parameter table).
 PAPER = {
@@ -330,7 +337,8 @@ class StewartGough(eqx.Module):
         d = (plate_position + self.plate_points - self.base_points) * jnp.array([1.0, 1.0, 0.0])
         EI = self.leg.rod.bending_stiffness
         g = self.leg.gravity
-        n = 12.0 * EI * d / L[:, None] ** 3 + self.plate_mass * g / N_LEGS + self.leg.rod.mass_per_length * g * L[:, None]
+        weight = self.plate_mass * g / N_LEGS + self.leg.rod.mass_per_length * g * L[:, None]
+        n = 12.0 * EI * d / L[:, None] ** 3 + weight
         m = 0.5 * L[:, None] * jnp.cross(jnp.array([0.0, 0.0, 1.0]), n)
         fs, ms = self.leg.load_scales()
         loads = jnp.concatenate([n / fs, m / ms], axis=1)
@@ -422,8 +430,6 @@ def _static_jit(robot: StewartGough, t, guess, solver):
 
 def _check_converged(res, what, throw):
     if throw and not bool(res.converged):
-        from ...simulate import ConvergenceError
-
         raise ConvergenceError(
             f"{what} did not converge: scaled residual {float(res.residual_norm):.3e} after "
             f"{int(res.iterations)} iterations; give a better guess (e.g. from inverse kinematics)"
@@ -455,8 +461,8 @@ def _ik_path_jit(robot, positions, rotations, guess, solver):
     def body(carry, pr):
         x, x_prev, k = carry
         # secant predictor from the second solved pose on: near the end of the paper's path the
-        # lengths of legs 3, 4 steepen (200 Euler points: towards a fold) and a plain warm start
-        # can miss the branch
+        # lengths of legs 3, 4 steepen (Euler legs: towards a fold of the branch, which 100
+        # Euler points reach at x ~ -0.185 m and 20 at -0.129 m)
         w = jnp.where(k >= 2, 1.0, 0.0)
         start = jax.tree_util.tree_map(lambda a, b: a + w * (a - b), x, x_prev)
         res = newton_solve(lambda z, _: _ik_residual(robot, z, *pr), start, None, solver)
@@ -473,12 +479,12 @@ def solve_inverse_static(robot: StewartGough, plate_positions, plate_rotations=N
     Args:
         plate_positions: ``(K, 3)`` plate centres [m] (solved in order, each from the previous).
         plate_rotations: ``(K, 3, 3)`` (default level, ``I``).
-        guess: ``(lengths / ell (6,), loads (6, 6))`` for the first pose; default: straight legs
-            as long as the first pose is high, no loads.
+        guess: ``(lengths / ell (6,), loads (6, 6))`` for the first pose; default
+            :meth:`StewartGough.initial_guess` (legs as long as the pose is high, guided-beam loads).
     Returns:
         ``(lengths (K, 6) [m], loads (K, 6, 6) scaled base loads, converged (K,))``.
     """
-    solver = DEFAULT_IK_SOLVER if solver is None else solver
+    solver = DEFAULT_STATIC_SOLVER if solver is None else solver
     P = jnp.asarray(plate_positions, dtype=float)
     check_shape("plate_positions", P, (None, 3))
     Rs = jnp.broadcast_to(jnp.eye(3), (P.shape[0], 3, 3)) if plate_rotations is None else jnp.asarray(plate_rotations)
@@ -486,22 +492,8 @@ def solve_inverse_static(robot: StewartGough, plate_positions, plate_rotations=N
         plate_guess, lengths = robot.initial_guess(P[0])
         guess = (lengths, plate_guess[1])
     (lengths, loads), conv, rn = _ik_path_jit(robot, P, Rs, guess, solver)
-    if not _is_traced((P, guess)) and not bool(jnp.all(conv)) and P.shape[0] > 1:
-        # retry from the last good pose with 4 sub-steps per step (one more compile); the
-        # 200-point Euler legs of the paper's path failed at pose 277 of 300 in some processes
-        k = max(int(np.argmin(np.asarray(conv))), 1)
-        sub = 4
-        s = jnp.linspace(0.0, 1.0, sub + 1)[1:]
-        Pf = (P[k - 1:-1, None] + s[None, :, None] * (P[k:, None] - P[k - 1:-1, None])).reshape(-1, 3)
-        Rf = jnp.repeat(Rs[k:], sub, axis=0)  # rotations: each sub-step takes the target's
-        start = jax.tree_util.tree_map(lambda a: a[k - 1], (lengths, loads))
-        (lf, ldf), cf, rf = _ik_path_jit(robot, Pf, Rf, start, solver)
-        keep = lambda a, b: jnp.concatenate([a[:k], b[sub - 1::sub]])
-        lengths, loads, conv, rn = keep(lengths, lf), keep(loads, ldf), keep(conv, cf), keep(rn, rf)
     if throw and not bool(jnp.all(conv)):
         k = int(np.argmin(np.asarray(conv)))
-        from ...simulate import ConvergenceError
-
         raise ConvergenceError(f"inverse kinematics failed at pose {k} ({np.asarray(P[k]).tolist()} m): "
                                f"scaled residual {float(rn[k]):.3e}")
     return lengths * robot.reference_length, loads, conv
@@ -590,7 +582,3 @@ def simulate_parallel(robot: StewartGough, *, dt, n_steps=None, duration=None, s
     return eqx.tree_at(lambda tr: (tr.plate_position, tr.plate_rotation, tr.lengths), traj,
                        (mask(traj.plate_position), mask(traj.plate_rotation), mask(traj.lengths)))
 
-
-def plate_rotation_vector(R):
-    """``(..., 3)`` rotation vector ``k`` [rad] of plate rotations ``R (..., 3, 3)``."""
-    return rotation_log(R)

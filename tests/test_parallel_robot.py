@@ -238,7 +238,8 @@ def test_static_jacobian_changes_sign_along_path(home, path):
     and base loads free, lengths fixed) on the inverse-statics branch keeps the sign of its
     determinant up to x = -0.19 m and flips it by -0.20 m: an eigenvalue crosses zero and the
     straight-line branch stops being the stable one (the dynamic run of the stewart-gough scene
-    then tilts away from it at x ~ -0.19 m). The smallest |eigenvalue| dips towards the crossing.
+    leaves the line as the actuation ends: tilt > 2 deg at x = -0.2035 m, up to 17 deg, see
+    benchmarks/robots_parallel.py). The smallest |eigenvalue| dips towards the crossing.
     (With RK4 the crossing moves to x ~ -0.215 m: 200 Euler points err by ~0.3 % in the lengths.)"""
     robot, _ = home
     P, lengths, loads = path

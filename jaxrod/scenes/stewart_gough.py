@@ -7,10 +7,11 @@ BDF-alpha(-0.2), dt = 1/120 s. The authors' public trajectory: the leg lengths t
 plate on the straight line from (0, 0, 0.5) m to (-0.2, 0, 0.5) m are found by inverse statics
 (300 frames, the first one is the home pose), played over 300 steps, then held for 300 free steps.
 
-Result at the default resolution (see README): the plate follows the line until x ~ -0.19 m, where
-the straight-line branch loses stability (the forward static Jacobian's determinant changes sign,
-``tests/test_parallel_robot.py``); it then tilts by ~10-14 deg, drops by ~6-9 mm and sways, while
-a quasi-static model would stay on the line. With RK4 (a converged arc-length discretisation) the
+Result at the default resolution (see README): the straight-line branch loses stability between
+x = -0.19 and -0.20 m (the forward static Jacobian's determinant changes sign,
+``tests/test_parallel_robot.py``); the plate follows the line to the end of the actuation, then
+leaves it (tilt > 2 deg at x = -0.2035 m), tilts by up to ~17 deg, drops by several mm and sways,
+while a quasi-static model stays on the line. With RK4 (a converged arc-length discretisation) the
 change of stability moves to x ~ -0.215 m, just beyond the path's end, and the plate stays on the
 line: the transition the paper shows depends on the 200-point Euler discretisation's ~0.3 % error
 in the leg lengths.

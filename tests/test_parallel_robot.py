@@ -87,14 +87,18 @@ def test_symmetric_statics_centred_level_and_height_of_guided_beams(home):
 def test_leg_equals_single_cantilever_with_its_end_loads(home):
     """A leg of the robot (grid over its actual length L_i, integrated in the normalised arc
     length) against a plain CosseratModel cantilever of length L_i with the same grid, loaded at
-    the tip by the leg's end force and moment: same end pose to solver tolerance. Unequal legs,
-    so the plate is tilted and shifted."""
+    the tip by the leg's end force and moment: same end pose to solver tolerance. Unequal legs
+    and an external plate force F_e, so the plate is tilted and shifted; the legs' end forces
+    then carry F_e + m g (eq. 15 at rest)."""
     robot0, st0 = home
     L = np.array([0.49, 0.5, 0.52, 0.51, 0.505, 0.5])
-    robot = StewartGough.paper(jnp.asarray(L), n_points=N_POINTS)
+    F_e = np.array([0.05, -0.02, 0.1])
+    robot = StewartGough.paper(jnp.asarray(L), n_points=N_POINTS, plate_force=F_e)
     state = _static(robot, 0.0, guess=st0.unknowns)
     p, R = np.asarray(state.plate_position), np.asarray(state.plate_rotation)
     assert np.degrees(np.arccos(R[2, 2])) > 0.5  # the plate really is tilted
+    weight = 0.0921 * np.array([0.0, 0.0, -9.81])
+    np.testing.assert_allclose(np.asarray(state.legs[:, -1, 7:10]).sum(0), F_e + weight, atol=1e-9)
     for i in (0, 2):
         y = state.legs[i]
         rod = robot.leg.rod

@@ -263,3 +263,17 @@ def test_static_jacobian_changes_sign_along_path(home, path):
     assert signs[:5] == [signs[0]] * 5 and signs[5] == -signs[0], signs
     # measured: 5.5e-4 at x = 0, 1.6e-3 at -0.18, 4.6e-4 at -0.20
     assert smallest[5] < 0.5 * smallest[3], smallest
+
+
+def test_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="LegLengths.times must be strictly increasing"):
+        LegLengths([0.0, 0.0], np.full((2, 6), 0.5))
+    with pytest.raises(ValueError, match="LegLengths.values"):
+        LegLengths([0.0, 1.0], np.full((2, 5), 0.5))
+    with pytest.raises(ValueError, match="major_angle_deg"):
+        stewart_gough_pattern(0.087, 130.0)
+    r = StewartGough.paper(np.full(6, 0.5), n_points=N_POINTS)
+    with pytest.raises(ValueError, match="plate_mass"):
+        StewartGough(r.leg, r.base_points, r.plate_points, -1.0, r.plate_inertia, r.lengths)
+    with pytest.raises(ValueError, match="base_points"):
+        StewartGough(r.leg, r.base_points[:5], r.plate_points, 0.1, r.plate_inertia, r.lengths)

@@ -249,8 +249,11 @@ class StewartGough(eqx.Module):
     def __check_init__(self):
         if not isinstance(self.leg, CosseratModel):
             raise TypeError(f"leg must be a CosseratModel, got {type(self.leg).__name__}")
-        if self.leg.tendons or self.leg.point_loads or int(self.leg.segments) != 1:
-            raise ValueError("leg must be a plain rod: no tendons, no point loads, segments = 1")
+        if self.leg.tendons or self.leg.point_loads or getattr(self.leg, "chambers", ()) or int(self.leg.segments) != 1:
+            # their loads would need the same stretch scaling as the distributed loads (not done)
+            raise ValueError("leg must be a plain rod: no tendons, point loads or chambers, segments = 1; got "
+                             f"{len(self.leg.tendons)} tendons, {len(self.leg.point_loads)} point loads, "
+                             f"segments = {self.leg.segments}")
         check_shape("base_points", self.base_points, (N_LEGS, 3))
         check_shape("plate_points", self.plate_points, (N_LEGS, 3))
         check_finite("base_points", self.base_points)

@@ -154,11 +154,16 @@ def _build_parser():
 
 # ---------------------------------------------------------------------------------------------
 #: scenes of the shooting (Cosserat) model: sized by n_points, first-order difference formulas
-_SHOOTING_SCENES = ("till", "fluidic")
+_SHOOTING_SCENES = ("till", "fluidic", "stewart-gough")
+
+
+def _is_shooting(scene_name: str) -> bool:
+    """Scenes of the Cosserat shooting model (``--integrator``, ``--kirchhoff``, its schemes)."""
+    return scene_name.startswith(_SHOOTING_SCENES)
 
 
 def _size_parameter(scene_name: str) -> str:
-    if scene_name.startswith(_SHOOTING_SCENES):
+    if _is_shooting(scene_name):
         return "n_points"
     if scene_name.startswith("pcs"):
         return "n_segments"
@@ -188,7 +193,7 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
-    shooting = args.scene.startswith(_SHOOTING_SCENES)
+    shooting = _is_shooting(args.scene)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
             raise CLIError("--integrator and --kirchhoff apply to the till-* and fluidic-* (Cosserat) scenes only")
@@ -382,7 +387,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
-    scheme = _scheme(args, scene.name.startswith(_SHOOTING_SCENES))
+    scheme = _scheme(args, _is_shooting(scene.name))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))
@@ -464,7 +469,14 @@ def _write_figures(args, traj, model, scene, out):
         # separate lines, a floor contact as the floor
         pos = traj.positions
         scale = displacement_scale(pos, pos[0], args.exaggerate, model=model)
-    if args.plot:
+    if args.plot and getattr(traj, "plate_position", None) is not None:  # parallel robot: the plate
+        from .plot import plot_plate_trajectory
+
+        with activity(f"drawing {args.plot}", enabled=report):
+            plot_plate_trajectory(traj, args.plot, title=scene.description,
+                                  actuated_s=scene.reference.get("actuated_s"))
+        print(f"plot      {args.plot} (plate position, tilt and path, true scale)", file=out, flush=True)
+    elif args.plot:
         with activity(f"drawing {args.plot}", enabled=report):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
         print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)

@@ -765,7 +765,14 @@ def simulate(
     scheme = resolve_scheme(scheme)
     check_finite_scalar("t0", t0, "s")
     if not isinstance(model, AbstractImplicitModel):
+        from .models.cosserat.parallel import StewartGough, simulate_parallel
         from .models.cosserat.simulate import simulate_cosserat
+
+        if isinstance(model, StewartGough):
+            return simulate_parallel(
+                model, dt=dt, n_steps=n_steps, duration=duration, state0=state0, t0=t0, scheme=scheme,
+                solver=solver, save_every=save_every, throw=throw, progress=progress,
+            )
 
         return simulate_cosserat(
             model, dt=dt, n_steps=n_steps, duration=duration, state0=state0, t0=t0, scheme=scheme,

@@ -36,10 +36,11 @@ _SMALL = {
     "sleeve-pendulum": {},  # the builder simulates the pendulum it replays
     "stiff-flop-passive": {"n_segments": 1},
     "stiff-flop": {"n_segments": 1},  # reads shared/data/stiff-flop (skipped without it)
+    "stewart-gough": {"n_points": 16, "actuated_frames": 2, "end": (-0.02, 0.0, 0.5)},
 }
 # seconds each even when small (settling solves, network assembly): run with the slow tests
 _SLOW = {"network-spider", "network-two-limb", "network-gripper", "friction-validation", "sleeve-pendulum",
-         "stiff-flop"}
+         "stiff-flop", "stewart-gough"}  # stewart-gough: inverse statics compiled
 
 
 def test_registry_lists_every_scene_once_with_one_line_of_static_text():

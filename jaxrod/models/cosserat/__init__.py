@@ -4,6 +4,15 @@
 from .loads import Constant, Hat, PointLoad, ReleasedAt, Samples
 from .model import CosseratModel
 from .pressure import Chamber
+from .parallel import (
+    LegLengths,
+    ParallelState,
+    ParallelTrajectory,
+    StewartGough,
+    simulate_parallel,
+    solve_inverse_static,
+    solve_static_parallel,
+)
 from .rod import CosseratRod
 from .simulate import (
     DEFAULT_SOLVER,
@@ -30,6 +39,13 @@ __all__ = [
     "Routing",
     "StraightRouting",
     "HelicalRouting",
+    "LegLengths",
+    "ParallelState",
+    "ParallelTrajectory",
+    "StewartGough",
+    "simulate_parallel",
+    "solve_inverse_static",
+    "solve_static_parallel",
     "SampledRouting",
     "FunctionRouting",
     "Tendon",

@@ -327,7 +327,10 @@ def newton_solve(
 
             def rescue(_):
                 x_lm, lm_it = _levenberg_marquardt(g, guess, max(4 * solver.max_steps, 200))
-                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, fac, jnp.asarray(False), limit)
+                # the polish starts from the caller's factorisation (flagged invalid: only its
+                # structure is used), not the failed loop's, which may hold NaN that a masked
+                # update would still carry into the polish and stop it at once
+                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, factorization, jnp.asarray(False), limit)
                 return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
 
             def keep(_):

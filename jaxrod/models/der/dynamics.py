@@ -430,6 +430,11 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
 
     tendons = tuple(tendons)
     for i, td in enumerate(tendons):
+        if getattr(td, "needs_length", False):
+            raise ValueError(
+                f"tendons[{i}]: DER tendons are tension-controlled and frictionless (got control={td.control!r}, "
+                f"friction={td.friction}); displacement control and friction are on the shooting model"
+            )
         if getattr(td, "termination", None) is not None:
             raise ValueError(
                 f"tendons[{i}].termination = {td.termination} m: DER tendons are anchored at the tip "

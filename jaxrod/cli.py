@@ -459,6 +459,12 @@ def _write_figures(args, traj, model, scene, out):
         with activity(f"drawing {args.plot}", enabled=report):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
         print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)
+        if getattr(model, "tendons", ()) and hasattr(model, "tendon_histories"):
+            from .scenes.tendon import plot_tendon_robot
+
+            with activity("drawing the tendon inputs", enabled=report):
+                extra = plot_tendon_robot(traj, model, args.plot, title=scene.description)
+            print(f"plot      {extra} (tip path, tensions, motor displacements)", file=out, flush=True)
     if args.animate:
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
             animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)

@@ -414,3 +414,39 @@ def test_bad_displacement_friction_input():
     rod_d = DERRod.cantilever(5, L, radius=RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
     with pytest.raises(ValueError, match=r"tendons\[0\]: DER tendons are tension-controlled and frictionless"):
         DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, tendons=(Tendon(rt, control="displacement"),))
+
+
+@pytest.mark.slow  # its own compiled time loop
+def test_friction_damps_the_bent_robot_more():
+    """Through the time loop: a tendon under displacement control (at +d1) with friction beta, and
+    an antagonist under tension control at -d1. From rest the motor reels in 0.2 mm more in one
+    step and the rod rings. Bent state (antagonist slack, 1 mm reeled in: kappa ~ 1 /m): friction
+    must damp the ringing clearly; straight state (antagonist at 32 N balancing the tendon: kappa
+    stays ~ 0.1 /m): friction ~ tau |u_xy| nu, so its damping is ~10x smaller. Measured as the
+    tip's ringing amplitude over the last third of the run relative to the first third."""
+    import jaxrod
+
+    dt, steps = 2e-3, 45
+    m = CosseratModel(rod(), n_points=5, integrator="euler", section_radius=DISK, tendons=(
+        Tendon(StraightRouting((OFFSET, 0.0)), tension=1.0, control="displacement", displacement=1.0,
+               profile=Samples([0.0, dt], [0.0, 0.0]), friction=0.0),
+        Tendon(StraightRouting((-OFFSET, 0.0)), tension=0.0)))
+
+    @jax.jit
+    def ringing(z0, dz, tau_b, beta):
+        mm = eqx.tree_at(lambda m: (m.tendons[0].profile.values, m.tendons[1].tension, m.tendons[0].friction,
+                                    m.tendons[0].tension),
+                         m, (jnp.stack([z0, z0 + dz]), tau_b, beta, tau_b + 1.0))
+        x = jaxrod.simulate(mm, dt=dt, n_steps=steps, throw=False).tip[1:, 0]
+        d = jnp.abs(x - x[-1])
+        return jnp.max(d[steps // 3: 2 * steps // 3]) / jnp.max(d[: steps // 3]), x
+
+    EA = float(rod().K_se[2])
+    decay = {}
+    for state, z0, tau_b in (("bent", -1e-3, 0.0), ("straight", -L * 2 * 32.0 / EA, 32.0)):
+        r0, x0 = ringing(z0, -2e-4, tau_b, 0.0)
+        r1, x1 = ringing(z0, -2e-4, tau_b, 2e3)
+        assert np.all(np.isfinite(np.asarray(x1))) and np.ptp(np.asarray(x0)) > 1e-5
+        decay[state] = float(r1) / float(r0)
+    assert decay["bent"] < 0.8, decay
+    assert abs(1.0 - decay["straight"]) < 0.3 * abs(1.0 - decay["bent"]), decay

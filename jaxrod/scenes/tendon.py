@@ -140,3 +140,42 @@ def tendon_object_transfer(
         scheme=DifferenceFormula.bdf_alpha(p["alpha"]),
         reference={"attach_s": a, "release_s": b, "object_kg": p["object_kg"]},
     )
+
+
+def plot_tendon_robot(traj, model, path, title=None):
+    """Second figure of a tendon robot's run, saved next to ``path`` as ``<stem>-tendons<ext>``:
+    the tip path (projections on the x-z and x-y planes [m]), the tendon tensions [N] and the
+    motor displacements [mm] (displacement-controlled tendons) against time [s]. Returns its path."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = np.asarray(traj.times)
+    tip = np.asarray(traj.positions[:, -1, :])
+    tens, disp = (np.asarray(a) for a in model.tendon_histories(traj.times, traj.v))
+    fig, ax = plt.subplots(1, 3, figsize=(13, 4))
+    ax[0].plot(tip[:, 0], tip[:, 2], label="x-z")
+    ax[0].plot(tip[:, 0], tip[:, 1], label="x-y")
+    ax[0].plot(tip[:1, 0], tip[:1, 2], "ko", ms=4)
+    ax[0].set(xlabel="x [m]", ylabel="z or y [m]", title="tip path", aspect="equal")
+    for k in range(tens.shape[1]):
+        ax[1].plot(times, tens[:, k], label=f"tendon {k}")
+        if np.all(np.isfinite(disp[:, k])):
+            ax[2].plot(times, 1e3 * disp[:, k], label=f"tendon {k}")
+    ax[1].set(xlabel="time [s]", ylabel="tension [N]", title="tensions")
+    ax[2].set(xlabel="time [s]", ylabel="motor displacement [mm]", title="displacement control")
+    for a in ax:
+        a.grid(True, alpha=0.3)
+        if a.lines:
+            a.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    stem, ext = os.path.splitext(path)
+    out = f"{stem}-tendons{ext or '.png'}"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -281,9 +281,24 @@ class CosseratModel(eqx.Module):
                 ends.append(xs[k] * self.rod.length)
         return taus, jnp.stack(ends)
 
+    def tendon_histories(self, times, v):
+        """``(tensions (T, n_tendons) [N], displacements (T, n_tendons) [m])`` over a trajectory's
+        ``times (T,)`` and grid variables ``v (T, N, w_size)``: prescribed values, or the solved
+        tensions of displacement-controlled tendons (read from their grid variable at the base);
+        displacement NaN for tension-controlled tendons."""
+        times = jnp.asarray(times)
+        tens = jnp.stack([td.tension_at(times) for td in self.tendons], axis=-1)
+        disp = jnp.stack([td.displacement_at(times) if td.control == "displacement" else jnp.full_like(times, jnp.nan)
+                          for td in self.tendons], axis=-1)
+        idx = self._length_tendons()
+        for k, i in enumerate(idx):
+            if self.tendons[i].control == "displacement":
+                tens = tens.at[:, i].set(v[:, 0, W_SIZE + 6 + len(idx) + k])
+        return tens, disp
+
     def tendon_tensions(self, state, t=0.0):
         """``(n_tendons,)`` tensions [N] of a solved :class:`~.simulate.CosseratState` at ``t`` [s]
-        (solved ones under displacement control). For a trajectory, read ``v[..., -n_len:]``."""
+        (solved ones under displacement control); over a trajectory: :meth:`tendon_histories`."""
         return self._tendon_unknowns(state.base_loads, t)[0]
 
     def _load_nodes(self):

@@ -336,8 +336,9 @@ def test_friction_load_on_a_uniformly_bent_rod_matches_closed_form(kirchhoff):
     (set through the history of its length S: nu = dS_end/dt - (c0 S + S^h)). Closed form: the
     friction force per length beta tau kappa nu along the tendon tangent (here e3, as the tendon
     is parallel to the axis) and its moment r e1 x f; they enter n_s, m_s as -f, -l, and shift no
-    other tendon term (A e3 = 0, so the Phi solve adds -K^-1 f and -K^-1 l only). The length
-    integrand is |u x r + v| / (1 + c tau) = (v3 - kappa r) / (1 + c tau)."""
+    other tendon term (A e3 = 0, so the Phi solve adds -K^-1 f and -K^-1 l only); the tendon's
+    tension grows toward the anchor by f per length. The length integrand is
+    |u x r + v| / (1 + c tau) = (v3 - kappa r) / (1 + c tau)."""
     tau, kappa, beta, nu, c, c0 = 12.0, 3.0, 5.0, 0.3, 2e-3, 40.0
     td = Tendon(StraightRouting((OFFSET, 0.0)), tension=tau, control="displacement", compliance=c, friction=0.0)
     m0 = CosseratModel(rod(), n_points=5, integrator="euler", kirchhoff=kirchhoff, section_radius=DISK, tendons=(td,))
@@ -345,21 +346,22 @@ def test_friction_load_on_a_uniformly_bent_rod_matches_closed_form(kirchhoff):
     P = m0.step_constants(c0)
     EI = float(m0.rod.K_bt[1])
     S, S_end_t = 0.1, 0.05
-    y = np.zeros(20)
+    y = np.zeros(21)  # [p, h, n, m, q, w, S, T]
     y[3] = 1.0
     y[9] = -tau  # n = -tau e3: the tendon's pull (R = I, global = local)
     y[11] = EI * kappa
-    y[19] = S
+    y[19], y[20] = S, tau
     wh = np.zeros(m0.w_size)
     wh[18] = S_end_t - nu - c0 * S
-    lengths = (jnp.ones(1), jnp.array([tau]), jnp.array([S_end_t]))
+    lengths = (jnp.ones(1), jnp.array([S_end_t]))
     out = [np.asarray(mm.rhs(jnp.asarray(y), jnp.asarray(wh), P, 0.05, jnp.array([tau]), lengths)[0])
            for mm in (m0, m1)]
     f = beta * tau * kappa * nu
     d = out[1] - out[0]
     assert np.allclose(d[7:10], [0.0, 0.0, -f], rtol=1e-12, atol=1e-12 * f)
     assert np.allclose(d[10:13], [0.0, OFFSET * f, 0.0], rtol=1e-12, atol=1e-12 * f * OFFSET)
-    assert np.allclose(d[:7], 0.0) and np.allclose(d[13:], 0.0, atol=1e-12)
+    assert np.allclose(d[:7], 0.0) and np.allclose(d[13:20], 0.0, atol=1e-12)
+    assert d[20] == pytest.approx(f, rel=1e-12)  # the tendon feels -f: its tension grows by f per length
     v3 = 1.0 if kirchhoff else 1.0 - tau / float(m0.rod.K_se[2])
     assert out[0][19] == pytest.approx((v3 - kappa * OFFSET) / (1 + c * tau), rel=1e-13)
 

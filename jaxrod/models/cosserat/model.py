@@ -131,8 +131,9 @@ class CosseratModel(eqx.Module):
             evaluation point; 3x3 for Kirchhoff) and the anchoring point load at its termination.
             With tendons the grid variables gain ``[v_s, u_s]`` (18 per point) for their history.
             Tendons under displacement control or with friction (:attr:`Tendon.needs_length`)
-            add their unstretched length from the motor ``S`` to the integrated state and
-            ``[S, tau]`` per such tendon to the grid variables (``tau``: the tension, for output),
+            add their unstretched length from the motor ``S`` and their tension ``T`` (which
+            friction changes along ``s``) to the integrated state and ``[S, T]`` per such tendon to
+            the grid variables,
             and one shooting unknown each (displacement control: the scaled tension
             ``tau / (EI/L^2)``; tension control with friction: ``S(s_t) / L``), after the others.
             They need ``segments = 1``.
@@ -369,9 +370,11 @@ class CosseratModel(eqx.Module):
         ``wh`` of the same layout (eq. 7/11; with tendons eq. 17 and its Kirchhoff variant).
         ``s``: reference arc length [m] and ``taus (n_tendons,)``: the tensions [N] acting there
         (0 past a tendon's termination); both only used with tendons. With length tendons
-        (:meth:`_length_tendons`) ``y`` carries their lengths ``S (n_len,)`` after the 19 state
-        values, ``y_s`` their rates, and ``lengths = (active (n_tendons,), taus_all (n_tendons,),
-        S_end_t (n_len,))`` gives which tendons run here, all tensions and ``d/dt S(s_t)``.
+        (:meth:`_length_tendons`) ``y`` carries their lengths ``S (n_len,)`` and tensions
+        ``T (n_len,)`` after the 19 state values (``T`` changes along ``s`` by the friction the
+        tendon feels, ``T_s = f . t``, so that friction loads are balanced at the anchor, which
+        is pulled by ``T(s_t)``), ``y_s`` their rates, and ``lengths = (active (n_tendons,),
+        S_end_t (n_len,))`` gives which tendons run here and ``d/dt S(s_t)``.
 
         Rotations are applied as elementwise sums (:func:`_mv`), not ``dot``: XLA on CPU runs
         tiny matrix products as separate slow kernels (measured 1.8x faster Jacobians).
@@ -396,41 +399,50 @@ class CosseratModel(eqx.Module):
         grid_vars = [q, w, v, u]
         extra_rates = []
         if self.tendons:
-            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus, y, lengths)
-            grid_vars += [vs, us]
             idx = self._length_tendons()
+            friction = None
             if idx:
-                active, tau_all, _ = lengths
-                S = y[Y_SIZE:Y_SIZE + len(idx)]
-                for i in idx:
+                active, S_end_t = lengths
+                n_len = len(idx)
+                S, T = y[Y_SIZE:Y_SIZE + n_len], y[Y_SIZE + n_len:Y_SIZE + 2 * n_len]
+                taus = taus.at[jnp.asarray(idx)].set(active[jnp.asarray(idx)] * T)
+                friction = (jnp.zeros(3), jnp.zeros(3))
+                S_s, T_s = [], []
+                for k, i in enumerate(idx):
                     td = self.tendons[i]
-                    _, pn = path_tangent(td.routing, s, u, v)
-                    extra_rates.append(active[i] * pn / (1.0 + td.compliance * tau_all[i]))
-                grid_vars += [S, tau_all[jnp.asarray(idx)]]
+                    p, pn = path_tangent(td.routing, s, u, v)
+                    S_s.append(active[i] * pn / (1.0 + td.compliance * T[k]))
+                    if td.friction is None:
+                        T_s.append(jnp.zeros(()))
+                        continue
+                    # nu = d/dt [S(s_t) - S(s)]: the time scheme's derivative of this point's own length
+                    nu = S_end_t[k] - (c0 * S[k] + wh[W_SIZE + 6 + k])
+                    f, l_ = friction_load(td.routing, s, u, v, taus[i], td.friction, nu)
+                    friction = (friction[0] + f, friction[1] + l_)
+                    T_s.append(jnp.dot(f, p) / pn)
+                extra_rates = S_s + T_s
+            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus, friction)
+            grid_vars += [vs, us]
+            if idx:
+                grid_vars += [S, T]
         qs = vt - _cross(u, q) + _cross(w, v)
         ws = ut - _cross(u, w)
         hs = _quat_body_rate(y[3:7], u)
         return jnp.concatenate([ps, hs, ns, ms, qs, ws, jnp.stack(extra_rates) if extra_rates else jnp.zeros(0)]), \
             jnp.concatenate(grid_vars)
 
-    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus, y=None, lengths=None):
+    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus, friction=None):
         """Add the distributed tendon loads to ``n_s``, ``m_s`` (frame of the state): solves
         ``Phi [v_s; u_s] = [nb_s0 - a - B_se v_s^h; mb_s0 - b - B_bt u_s^h]`` (spec 7.2, eq. 17),
         where ``nb_s0``, ``mb_s0`` are the derivatives of the local internal loads without the
         tendons, so that ``nb_s = (K_se + c0 B_se) v_s + B_se v_s^h`` (the differentiated
-        constitutive law) holds with the tendon loads included. Tendon friction (independent of
-        ``v_s``, ``u_s``) joins ``a`` and ``b``. Returns ``(ns, ms, v_s, u_s)``."""
+        constitutive law) holds with the tendon loads included. ``friction``: local friction
+        force and moment per length (independent of ``v_s``, ``u_s``), added to ``a`` and ``b``.
+        Returns ``(ns, ms, v_s, u_s)``."""
         local = self.frame == "local"
         a, b, A, G, H = tendon_coefficients([td.routing for td in self.tendons], taus, s, u, v)
-        for k, i in enumerate(self._length_tendons()):
-            td = self.tendons[i]
-            if td.friction is None:
-                continue
-            _, tau_all, S_end_t = lengths
-            # nu = d/dt [S(s_t) - S(s)]: the time scheme's derivative of this point's own length
-            nu = S_end_t[k] - (P.c0 * y[Y_SIZE + k] + wh[W_SIZE + 6 + k])
-            f, l_ = friction_load(td.routing, s, u, v, taus[i], td.friction, nu)
-            a, b = a + f, b + l_
+        if friction is not None:
+            a, b = a + friction[0], b + friction[1]
         nbs0 = ns if local else _mtv(R, ns) - _cross(u, nb)
         mbs0 = ms if local else _mtv(R, ms) - _cross(u, mb)
         vhs, uhs = wh[12:15], wh[15:18]
@@ -453,7 +465,7 @@ class CosseratModel(eqx.Module):
     def _tendon_inputs(self, tau, wh, n_int):
         """Per grid interval, for tensions ``tau (n_t,)``: ``(taus (n_int, n_t), anchors (n_int,
         n_t), wh_minus (n_int, w), active (n_int, n_t))``: the tensions loading the interval (0
-        past a termination), the tensions anchored at its first node, the history of the base
+        past a termination), 1 for the tendons anchored at its first node, the history of the base
         side of that node (RK4 stage 4 of the previous interval, which lies at the same arc
         length; Euler: the previous node), from which the anchoring load takes the strains
         ``u(s_t^-)``, ``v(s_t^-)``, and 1 where a tendon runs. Empty arrays without tendons."""
@@ -467,7 +479,7 @@ class CosseratModel(eqx.Module):
         prev = wh_stages[:, 2] if self.integrator == "rk4" else wh_nodes[:-1]
         wh_minus = jnp.concatenate([wh_nodes[:1], prev[:-1]])
         active = jnp.asarray(active, float)
-        return active * tau, jnp.asarray(anchored, float) * tau, wh_minus, active
+        return active * tau, jnp.asarray(anchored, float), wh_minus, active
 
     def _jumps(self, t, load_factor):
         """``(N, 6)`` jumps of ``[n, m]`` (global) at grid nodes from point loads at time ``t``."""
@@ -574,7 +586,7 @@ class CosseratModel(eqx.Module):
             S_end_t = P.c0 * S_end + wh_nodes[np.array(self._termination_nodes())[list(idx)], cols]
             tds = [self.tendons[i] for i in idx]
             S0 = jnp.stack([td.extra_length / (1.0 + td.compliance * tau_all[i]) for i, td in zip(idx, tds)])
-            y0 = jnp.concatenate([y0, S0])
+            y0 = jnp.concatenate([y0, S0, tau_all[jnp.asarray(idx)]])
         K = int(self.segments)
         scale = self.state_scale()
         starts = jnp.concatenate([y0[None], x[6:].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
@@ -603,12 +615,18 @@ class CosseratModel(eqx.Module):
                 Fj, Mj = R.T @ Fj, R.T @ Mj
             return y.at[7:13].add(jnp.concatenate([Fj, Mj]))
 
-        lengths_ = (tau_all, S_end_t) if idx else None
+        lengths_ = (S_end_t,) if idx else None
+
+        def tensions_here(y):
+            """All tensions at the current point (length tendons carry theirs in ``y``)."""
+            if not idx:
+                return tau_all
+            return tau_all.at[jnp.asarray(idx)].set(y[Y_SIZE + len(idx):Y_SIZE + 2 * len(idx)])
 
         def body(y, xs):
-            d, wa, wst, jump, sj, taus, ends, whm, act = xs
+            d, wa, wst, jump, sj, taus, flags, whm, act = xs
             if interior_ends:
-                y = anchor(y, whm, sj, ends)
+                y = anchor(y, whm, sj, flags * tensions_here(y))
             y = apply_jump(y, jump)
             lg = None if lengths_ is None else (act, *lengths_)
             k1, z = self.rhs(y, wa, P, sj, taus, lg)
@@ -642,7 +660,7 @@ class CosseratModel(eqx.Module):
         if self.tendons:  # tendons anchored at the tip: n(L+) = n(L-) - F (after zN: L- side)
             lg = None if lengths_ is None else (tendon[3][n_int - 1], *lengths_)
             _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg)
-            tip_taus = tau_all * jnp.asarray(np.array(self._termination_nodes()) == n_int, dtype=float)
+            tip_taus = tensions_here(yN) * jnp.asarray(np.array(self._termination_nodes()) == n_int, dtype=float)
             yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)

@@ -167,7 +167,11 @@ class Tendon(eqx.Module):
             ``nu(s) = d/dt [S(s_t) - S(s)]`` with ``S(s)`` the unstretched tendon length from the
             motor to ``s``, differentiated by the time scheme (the tendon is fixed at its anchor,
             so ``nu(s_t) = 0`` and ``nu(0) = dz/dt`` under displacement control). The force drags
-            the channel along with the tendon: it always dissipates energy.
+            the channel along with the tendon; its reaction on the tendon changes the tension
+            along the channel, ``T_s = f . t`` (``tension`` is then the motor-side value), so the
+            anchor is pulled by ``T(s_t)`` and the friction forces on the robot sum to zero (with a
+            constant tension they would push the whole robot along its tendons: measured energy
+            growth on the ``tendon-robot-step`` scene).
     """
 
     routing: Routing | Callable

@@ -149,7 +149,7 @@ def _build_parser():
 
 # ---------------------------------------------------------------------------------------------
 def _size_parameter(scene_name: str) -> str:
-    if scene_name.startswith("till"):
+    if scene_name.startswith(("till", "tendon")):
         return "n_points"
     if scene_name.startswith("pcs"):
         return "n_segments"
@@ -179,10 +179,10 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
-    shooting = args.scene.startswith("till")
+    shooting = args.scene.startswith(("till", "tendon"))
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
-            raise CLIError("--integrator and --kirchhoff apply to the till-* (Cosserat) scenes only")
+            raise CLIError("--integrator and --kirchhoff apply to the till-* and tendon-* (Cosserat) scenes only")
         if args.integrator is not None:
             overrides["integrator"] = args.integrator
         overrides["kirchhoff"] = bool(args.kirchhoff)
@@ -373,7 +373,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
-    scheme = _scheme(args, scene.name.startswith("till"))
+    scheme = _scheme(args, scene.name.startswith(("till", "tendon")))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))

@@ -319,9 +319,9 @@ def test_displacement_control_round_trip_and_gradient():
         return jax.jvp(f, (zz,), (dz,))
 
     (p, tau), (dp, _) = tip(jnp.asarray(z), jnp.asarray(1.0))
-    # RK4 error at 4 intervals (rotation of n, m into the frame): measured tension 9e-8 relative
-    # and tip 8e-8 L at 8 intervals
-    assert abs(float(tau) / tau_b - 1.0) < 1e-6, float(tau)
+    # RK4 error (rotation of n, m into the frame): measured tension 1.4e-6 relative at 4 intervals,
+    # 9e-8 at 8 (fourth order); tip 1.6e-8 L at 8
+    assert abs(float(tau) / tau_b - 1.0) < 5e-6, float(tau)
     assert np.linalg.norm(np.asarray(p) - _rot_integral(u, L) @ [0, 0, v3]) < 1e-6 * L
     h = 1e-6
     fd = (np.asarray(tip(jnp.asarray(z + h), 1.0)[0][0]) - np.asarray(tip(jnp.asarray(z - h), 1.0)[0][0])) / (2 * h)

@@ -12,6 +12,11 @@ carries one tension ``tau`` along its whole length and loads the backbone
 * at ``s_t`` with the point force ``F^b = -tau p_si^b / |p_si^b|`` and moment ``r x F^b``
   (local frame), the pull of the anchored tendon back toward the base.
 
+A tendon is driven by its tension or, with ``control="displacement"``, by its motor displacement
+(the tension then becomes a shooting unknown fixed by the tendon's length, with compliance); an
+optional friction-damping coefficient ``beta`` adds the sliding-friction approximation of the
+paper's experimental robot (see :class:`Tendon`).
+
 Routings are Modules whose parameters are array leaves: changing an offset, a helix rate or the
 samples of an arbitrary routing does not recompile. ``r_s`` and ``r_ss`` come from forward-mode
 differentiation of ``r(s)``, so any smooth routing works.

@@ -104,7 +104,7 @@ def _build_parser():
     s.add_argument("scene", help="scene name, e.g. cantilever-a1, or a model file (.toml): a path or the name "
                                  "of a shipped example, e.g. pendulum.toml")
     s.add_argument("--n-nodes", type=_int_at_least("--n-nodes", 3), metavar="N",
-                   help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* scene, segments of a pcs-* scene")
+                   help="resolution: nodes of a cantilever, helix nodes of a helix scene, grid points of a till-* or fluidic-* scene, segments of a pcs-* scene")
     s.add_argument("--dt", type=_positive_float("--dt"), metavar="DT", help="time step [s]")
     s.add_argument("--duration", type=_positive_float("--duration"), metavar="T", help="simulated time [s]")
     s.add_argument("--scheme", choices=SCHEMES,
@@ -148,8 +148,12 @@ def _build_parser():
 
 
 # ---------------------------------------------------------------------------------------------
+#: scenes of the shooting (Cosserat) model: sized by n_points, first-order difference formulas
+_SHOOTING_SCENES = ("till", "fluidic", "tendon")
+
+
 def _size_parameter(scene_name: str) -> str:
-    if scene_name.startswith(("till", "tendon")):
+    if scene_name.startswith(_SHOOTING_SCENES):
         return "n_points"
     if scene_name.startswith("pcs"):
         return "n_segments"
@@ -179,10 +183,10 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
-    shooting = args.scene.startswith(("till", "tendon"))
+    shooting = args.scene.startswith(_SHOOTING_SCENES)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
-            raise CLIError("--integrator and --kirchhoff apply to the till-* and tendon-* (Cosserat) scenes only")
+            raise CLIError("--integrator and --kirchhoff apply to the till-*, tendon-* and fluidic-* (Cosserat) scenes only")
         if args.integrator is not None:
             overrides["integrator"] = args.integrator
         overrides["kirchhoff"] = bool(args.kirchhoff)
@@ -373,7 +377,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
-    scheme = _scheme(args, scene.name.startswith(("till", "tendon")))
+    scheme = _scheme(args, scene.name.startswith(_SHOOTING_SCENES))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
     n_steps = int(round(duration / dt))

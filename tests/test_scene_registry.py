@@ -23,6 +23,8 @@ _SMALL = {
     "till-impulse": {"n_points": 10, "integrator": "euler"},
     "tendon-robot-step": {"n_points": 10, "integrator": "euler"},
     "tendon-object-transfer": {"n_points": 10},
+    "fluidic-finger": {"n_points": 10},
+    "fluidic-finger-water": {"n_points": 10},
     "pcs-silicone": {"n_segments": 1},
     "pcs-cfrp": {},
     "friction-validation": {"n_nodes": 5},

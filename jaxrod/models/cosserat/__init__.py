@@ -3,6 +3,7 @@
 
 from .loads import Constant, Hat, PointLoad, ReleasedAt, Samples
 from .model import CosseratModel
+from .pressure import Chamber
 from .rod import CosseratRod
 from .simulate import (
     DEFAULT_SOLVER,
@@ -17,6 +18,7 @@ from .tendons import FunctionRouting, HelicalRouting, Routing, SampledRouting, S
 __all__ = [
     "DEFAULT_SOLVER",
     "DEFAULT_STATIC_SOLVER",
+    "Chamber",
     "Constant",
     "CosseratModel",
     "CosseratRod",

@@ -31,6 +31,7 @@ components (sec. 1.5 of the spec); ``kirchhoff=True`` is the unshearable, inexte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import equinox as eqx
@@ -40,6 +41,7 @@ import numpy as np
 
 from ...geometry import quat_to_rotation
 from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced
+from . import pressure as _pressure
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
 from .tendons import (
@@ -96,6 +98,8 @@ class StepConstants(eqx.Module):
     drag: jax.Array
     f_ext: jax.Array
     l_ext: jax.Array
+    #: ``(n_chambers,)`` gauge pressures [Pa] of the current shooting iterate (set by ``integrate``)
+    pressures: jax.Array | None = None
 
 
 class CosseratModel(eqx.Module):
@@ -146,6 +150,10 @@ class CosseratModel(eqx.Module):
             enforced at the joints. That bounds the growth of errors over one segment: hard steps
             (the impulse near the base, small dt, long rods) converge where simple shooting fails,
             at ~(6 + 19 (K - 1)) / 6 times the cost of a Jacobian.
+        chambers: tuple of :class:`~jaxrod.models.cosserat.pressure.Chamber` (spec 7.3): eq. 18
+            distributed loads and the cap wrench at the tip; each volume- or moles-controlled
+            chamber adds its pressure to the shooting unknowns (after the segment states) and its
+            volume residual to the residual. Checked against ``section_radius`` too.
     """
 
     rod: CosseratRod
@@ -172,6 +180,7 @@ class CosseratModel(eqx.Module):
     section_radius: jax.Array | None = eqx.field(
         converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None
     )
+    chambers: tuple = ()
 
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
@@ -217,6 +226,9 @@ class CosseratModel(eqx.Module):
                     f"segments = {K}: tendons under displacement control or with friction need segments = 1 "
                     "(their integrated length is a state of the single shooting sweep)"
                 )
+        if self.chambers:
+            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
+            _pressure.check_chambers(self.chambers, radius)
 
     # ---- grid ------------------------------------------------------------------------------------
     def grid(self) -> np.ndarray:
@@ -398,6 +410,9 @@ class CosseratModel(eqx.Module):
             ms = _mv(R, moment_b) - _cross(ps, n) - P.l_ext
         grid_vars = [q, w, v, u]
         extra_rates = []
+        if self.chambers:  # before the tendon solve, whose n_s, m_s hold every load free of v_s, u_s
+            fp, lp = _pressure.pressure_loads(self.chambers, P.pressures, u, v)
+            ns, ms = (ns + fp, ms + lp) if local else (ns + _mv(R, fp), ms + _mv(R, lp))
         if self.tendons:
             idx = self._length_tendons()
             friction = None
@@ -492,9 +507,18 @@ class CosseratModel(eqx.Module):
     # ---- shooting unknowns ---------------------------------------------------------------------------
     @property
     def n_unknowns(self) -> int:
-        """Size of the shooting unknown: 6 base loads + 19 per interior segment start + one per
-        tendon of :meth:`_length_tendons`."""
-        return 6 + Y_SIZE * (int(self.segments) - 1) + len(self._length_tendons())
+        """Size of the shooting unknown: 6 base loads + 19 per interior segment start + 1 per
+        chamber with solved pressure + 1 per tendon of :meth:`_length_tendons` (in this order)."""
+        return 6 + Y_SIZE * (int(self.segments) - 1) + self._n_pressure_unknowns + len(self._length_tendons())
+
+    @property
+    def _n_pressure_unknowns(self) -> int:
+        return sum(ch.unknown for ch in self.chambers)
+
+    def chamber_pressures(self, x, t, load_factor=1.0):
+        """``(n_chambers,)`` gauge pressures [Pa] for shooting unknowns ``x`` at time ``t`` [s]."""
+        k, end = self._n_pressure_unknowns, x.shape[0] - len(self._length_tendons())
+        return _pressure.chamber_pressures(self.chambers, x[end - k:end], t, load_factor, self.load_scales()[0])
 
     def _segment_intervals(self) -> int:
         """Grid intervals per shooting segment (the last one may hold fewer real intervals)."""
@@ -512,7 +536,12 @@ class CosseratModel(eqx.Module):
 
     def unknowns_from_grid(self, y, G):
         """Shooting unknowns from scaled base loads ``G (6,)`` and a state grid ``y (N, 19)``
-        (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts."""
+        (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts; solved
+        chamber pressures start at zero gauge, or at ``G[6:]`` when given; then the unknowns of
+        the length tendons: displacement control ``Tendon.tension / (EI/L^2)`` (the user's guess),
+        tension control with friction ``rest_length / L``."""
+        if self._n_pressure_unknowns and G.shape[0] == 6:
+            G = jnp.concatenate([G, jnp.zeros(self._n_pressure_unknowns)])
         if int(self.segments) == 1:
             if not self._length_tendons():
                 return G
@@ -526,7 +555,7 @@ class CosseratModel(eqx.Module):
             Rt = jnp.swapaxes(quat_to_rotation(ys[:, 3:7]), -1, -2)
             ys = ys.at[:, 7:10].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 7:10]))
             ys = ys.at[:, 10:13].set(jnp.einsum("nij,nj->ni", Rt, ys[:, 10:13]))
-        return jnp.concatenate([G, (ys / self.state_scale()).ravel()])
+        return jnp.concatenate([G[:6], (ys / self.state_scale()).ravel(), G[6:]])
 
     def rest_grid(self, t=0.0):
         """``(N, 19)`` straight rest configuration from the base pose at ``t`` (no loads, at rest):
@@ -568,6 +597,8 @@ class CosseratModel(eqx.Module):
         """
         wh_nodes, wh_stages = wh
         fs, ms_ = self.load_scales()
+        if self.chambers:
+            P = dataclasses.replace(P, pressures=self.chamber_pressures(x, t, load_factor))
         G = x[:6]
         p0, h0, q0, w0 = self.base_state(t)
         n0, m0 = G[:3] * fs, G[3:6] * ms_
@@ -589,7 +620,7 @@ class CosseratModel(eqx.Module):
             y0 = jnp.concatenate([y0, S0, tau_all[jnp.asarray(idx)]])
         K = int(self.segments)
         scale = self.state_scale()
-        starts = jnp.concatenate([y0[None], x[6:].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
+        starts = jnp.concatenate([y0[None], x[6:6 + Y_SIZE * (K - 1)].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
         s = jnp.asarray(self.grid())
         ds = jnp.diff(s)
         jumps = self._jumps(t, load_factor)
@@ -664,6 +695,12 @@ class CosseratModel(eqx.Module):
             yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)
+        if self.chambers:  # caps at the distal end: n^b(L) = n^b(L-) - sum P A e3 (zN: L- side)
+            Fc, Mc = _pressure.cap_wrench(self.chambers, P.pressures)
+            if not local:
+                RL = quat_to_rotation(yN[3:7])
+                Fc, Mc = _mv(RL, Fc), _mv(RL, Mc)
+            yN = yN.at[7:13].add(-jnp.concatenate([Fc, Mc]))
         yN = yN[:Y_SIZE]
         y = jnp.concatenate([ys[..., :Y_SIZE].reshape(-1, Y_SIZE)[:n_int], yN[None]])
         w = jnp.concatenate([zs.reshape(-1, self.w_size)[:n_int], zN[None]])
@@ -696,18 +733,30 @@ class CosseratModel(eqx.Module):
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
     def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
-        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, then per
-        length tendon the length mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
-        _, (w, _), yN, continuity = self.integrate(x, t, P, wh, load_factor)
+        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, the
+        volume residual of each chamber with solved pressure, then per length tendon the length
+        mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
+        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
+        res = [continuity.ravel(), tip]
+        if self._n_pressure_unknowns:
+            pressures = self.chamber_pressures(x, t, load_factor)
+            res.append(_pressure.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
+                                                  load_factor, self.rod.length))
         idx = self._length_tendons()
-        if not idx:
-            return jnp.concatenate([continuity.ravel(), tip])
-        _, S_end = self._tendon_unknowns(x, t, load_factor)
-        S_at = w[np.array(self._termination_nodes())[list(idx)], W_SIZE + 6 + np.arange(len(idx))]
-        return jnp.concatenate([continuity.ravel(), tip, (S_at - S_end) / self.rod.length])
+        if idx:
+            _, S_end = self._tendon_unknowns(x, t, load_factor)
+            S_at = w[np.array(self._termination_nodes())[list(idx)], W_SIZE + 6 + np.arange(len(idx))]
+            res.append((S_at - S_end) / self.rod.length)
+        return jnp.concatenate(res)
 
     # ---- outputs ------------------------------------------------------------------------------------
+    def chamber_volumes(self, w, w_stages):
+        """``(n_chambers,)`` chamber volumes ``int A |v + u x r| ds`` [m^3] of a state's grid
+        variables ``w (N, w_size)``, ``w_stages (N-1, n_stages, w_size)`` (the integrator's quadrature)."""
+        ds = jnp.diff(jnp.asarray(self.grid()))
+        return _pressure.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
+
     def frames(self, y):
         """``(N, 3, 3)`` material frames at the grid nodes, rows ``(d1, d2, d3)`` (``d3``: axis)."""
         return jnp.swapaxes(quat_to_rotation(y[:, 3:7]), -1, -2)

@@ -160,7 +160,7 @@ def plot_tendon_robot(traj, model, path, title=None):
     ax[0].plot(tip[:, 0], tip[:, 2], label="x-z")
     ax[0].plot(tip[:, 0], tip[:, 1], label="x-y")
     ax[0].plot(tip[:1, 0], tip[:1, 2], "ko", ms=4)
-    ax[0].set(xlabel="x [m]", ylabel="z or y [m]", title="tip path", aspect="equal")
+    ax[0].set(xlabel="x [m]", ylabel="z or y [m]", title="tip path")
     for k in range(tens.shape[1]):
         ax[1].plot(times, tens[:, k], label=f"tendon {k}")
         if np.all(np.isfinite(disp[:, k])):

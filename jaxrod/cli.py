@@ -154,7 +154,7 @@ def _build_parser():
 
 # ---------------------------------------------------------------------------------------------
 #: scenes of the shooting (Cosserat) model: sized by n_points, first-order difference formulas
-_SHOOTING_SCENES = ("till", "fluidic", "stewart-gough")
+_SHOOTING_SCENES = ("till", "fluidic", "tendon", "stewart-gough")
 
 
 def _is_shooting(scene_name: str) -> bool:
@@ -196,7 +196,7 @@ def _make_scene(args):
     shooting = _is_shooting(args.scene)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
-            raise CLIError("--integrator and --kirchhoff apply to the till-* and fluidic-* (Cosserat) scenes only")
+            raise CLIError("--integrator and --kirchhoff apply to the till-*, tendon-* and fluidic-* (Cosserat) scenes only")
         if args.integrator is not None:
             overrides["integrator"] = args.integrator
         overrides["kirchhoff"] = bool(args.kirchhoff)
@@ -480,6 +480,12 @@ def _write_figures(args, traj, model, scene, out):
         with activity(f"drawing {args.plot}", enabled=report):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
         print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)
+        if getattr(model, "tendons", ()) and hasattr(model, "tendon_histories"):
+            from .scenes.tendon import plot_tendon_robot
+
+            with activity("drawing the tendon inputs", enabled=report):
+                extra = plot_tendon_robot(traj, model, args.plot, title=scene.description)
+            print(f"plot      {extra} (tip path, tensions, motor displacements)", file=out, flush=True)
     if args.animate:
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
             animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)

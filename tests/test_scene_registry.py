@@ -23,6 +23,7 @@ _SMALL = {
     "till-weight-release": {"n_points": 10, "integrator": "euler"},
     "till-impulse": {"n_points": 10, "integrator": "euler"},
     "tendon-robot-step": {"n_points": 10, "integrator": "euler"},
+    "tendon-object-transfer": {"n_points": 10},
     "fluidic-finger": {"n_points": 10},
     "fluidic-finger-water": {"n_points": 10},
     "pcs-silicone": {"n_segments": 1},

@@ -44,7 +44,9 @@ from ...validation import check_finite, check_int, check_nonnegative, check_posi
 from . import pressure as _pressure
 from .loads import Constant, PointLoad
 from .rod import CosseratRod
-from .tendons import check_tendons, section_radius_default, tendon_coefficients, termination_loads
+from .tendons import (
+    check_tendons, friction_load, path_tangent, section_radius_default, tendon_coefficients, termination_loads,
+)
 
 Y_SIZE = 19
 W_SIZE = 12
@@ -119,7 +121,12 @@ class CosseratModel(eqx.Module):
         distributed_force: ``(3,)`` extra force per reference length, global [N/m].
         distributed_moment: ``(3,)`` moment per reference length, global [N m/m].
         tip_force, tip_moment: ``(3,)`` global [N], [N m]; ``tip_profile`` scales both in time.
-        tip_mass: [kg] (0: none); tip_inertia: ``(3,)`` principal inertia in the tip frame [kg m^2].
+        tip_mass: [kg] (0: none); tip_inertia: ``(3,)`` principal inertia about the body's centre
+            of mass in the tip frame [kg m^2]; tip_com: ``(3,)`` centre of mass of the tip body
+            in the tip frame [m] (0: at the tip); tip_mass_profile: dimensionless ``profile(t)``
+            scaling mass and inertia (e.g. :class:`~.loads.Samples` ``[1, 1, 0, 0]`` to release a
+            grasped object; array leaves, no recompile). The body couples through the distal
+            boundary condition after the tendon termination jumps (spec 7.2).
         point_loads: tuple of :class:`~jaxrod.models.cosserat.loads.PointLoad`.
         base_position: ``(3,)`` [m]; base_quaternion: ``(4,)`` scalar-first.
         base_motion: optional ``t -> (p (3,), h (4,))``; base velocities come from its derivative.
@@ -127,6 +134,13 @@ class CosseratModel(eqx.Module):
             loads along each tendon's channel (the implicit ``v_s``/``u_s`` form, a 6x6 solve per
             evaluation point; 3x3 for Kirchhoff) and the anchoring point load at its termination.
             With tendons the grid variables gain ``[v_s, u_s]`` (18 per point) for their history.
+            Tendons under displacement control or with friction (:attr:`Tendon.needs_length`)
+            add their unstretched length from the motor ``S`` and their tension ``T`` (which
+            friction changes along ``s``) to the integrated state and ``[S, T]`` per such tendon to
+            the grid variables,
+            and one shooting unknown each (displacement control: the scaled tension
+            ``tau / (EI/L^2)``; tension control with friction: ``S(s_t) / L``), after the others.
+            They need ``segments = 1``.
         section_radius: radius [m] of the section that holds the tendon channels (e.g. spacer
             disks), checked against every routing; default ``sqrt(area / pi)`` of the backbone.
         segments: number of multiple-shooting segments (``1 .. n_points - 1``; segments hold
@@ -155,6 +169,8 @@ class CosseratModel(eqx.Module):
     tip_profile: eqx.Module = Constant()
     tip_mass: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=0.0)
     tip_inertia: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
+    tip_com: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
+    tip_mass_profile: eqx.Module = Constant()
     point_loads: tuple = ()
     base_position: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
     base_quaternion: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(1.0, 0.0, 0.0, 0.0))
@@ -178,7 +194,7 @@ class CosseratModel(eqx.Module):
         if self.frame not in ("global", "local"):
             raise ValueError(f"frame must be 'global' or 'local', got {self.frame!r}")
         for name in ("gravity", "distributed_force", "distributed_moment", "tip_force", "tip_moment",
-                     "tip_inertia", "base_position"):
+                     "tip_inertia", "tip_com", "base_position"):
             check_shape(name, getattr(self, name), (3,))
             check_finite(name, getattr(self, name))
         check_shape("base_quaternion", self.base_quaternion, (4,))
@@ -205,6 +221,11 @@ class CosseratModel(eqx.Module):
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             check_positive("section_radius", radius, "m")
             check_tendons(self.tendons, self.rod.length, radius, grid)
+            if self._length_tendons() and K != 1:
+                raise ValueError(
+                    f"segments = {K}: tendons under displacement control or with friction need segments = 1 "
+                    "(their integrated length is a state of the single shooting sweep)"
+                )
         if self.chambers:
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             _pressure.check_chambers(self.chambers, radius)
@@ -238,8 +259,60 @@ class CosseratModel(eqx.Module):
 
     @property
     def w_size(self) -> int:
-        """Grid variables per evaluation point: ``[q, w, v, u]`` (12), plus ``[v_s, u_s]`` with tendons."""
-        return W_SIZE + (6 if self.tendons else 0)
+        """Grid variables per evaluation point: ``[q, w, v, u]`` (12), plus ``[v_s, u_s]`` with
+        tendons, plus ``[S (n_len), tau (n_len)]`` for the tendons of :meth:`_length_tendons`."""
+        return W_SIZE + (6 if self.tendons else 0) + 2 * len(self._length_tendons())
+
+    def _length_tendons(self) -> tuple:
+        """Indices of the tendons whose length is integrated (displacement control or friction)."""
+        return tuple(i for i, td in enumerate(self.tendons) if td.needs_length)
+
+    def _rest_length(self, td):
+        """Unstretched length [m] of ``td`` from motor to anchor at zero displacement."""
+        if td.rest_length is not None:
+            return td.rest_length
+        return td.extra_length + (self.rod.length if td.termination is None else td.termination)
+
+    def _tendon_unknowns(self, x, t, load_factor=1.0):
+        """``(taus (n_tendons,), S_end (n_len,))``: the tensions [N] at time ``t`` (the unknowns of
+        displacement-controlled tendons, from the tail of ``x``) and the unstretched motor-to-anchor
+        length [m] of each length tendon (prescribed ``rest_length + z(t)`` under displacement
+        control, else an unknown)."""
+        taus = load_factor * jnp.stack([td.tension_at(t) for td in self.tendons])
+        idx = self._length_tendons()
+        if not idx:
+            return taus, jnp.zeros(0)
+        fs, _ = self.load_scales()
+        xs = x[x.shape[0] - len(idx):]
+        ends = []
+        for k, i in enumerate(idx):
+            td = self.tendons[i]
+            if td.control == "displacement":
+                taus = taus.at[i].set(xs[k] * fs)
+                ends.append(self._rest_length(td) + td.displacement_at(t))
+            else:
+                ends.append(xs[k] * self.rod.length)
+        return taus, jnp.stack(ends)
+
+    def tendon_histories(self, times, v):
+        """``(tensions (T, n_tendons) [N], displacements (T, n_tendons) [m])`` over a trajectory's
+        ``times (T,)`` and grid variables ``v (T, N, w_size)``: prescribed values, or the solved
+        tensions of displacement-controlled tendons (read from their grid variable at the base);
+        displacement NaN for tension-controlled tendons."""
+        times = jnp.asarray(times)
+        tens = jnp.stack([td.tension_at(times) for td in self.tendons], axis=-1)
+        disp = jnp.stack([td.displacement_at(times) if td.control == "displacement" else jnp.full_like(times, jnp.nan)
+                          for td in self.tendons], axis=-1)
+        idx = self._length_tendons()
+        for k, i in enumerate(idx):
+            if self.tendons[i].control == "displacement":
+                tens = tens.at[:, i].set(v[:, 0, W_SIZE + 6 + len(idx) + k])
+        return tens, disp
+
+    def tendon_tensions(self, state, t=0.0):
+        """``(n_tendons,)`` tensions [N] of a solved :class:`~.simulate.CosseratState` at ``t`` [s]
+        (solved ones under displacement control); over a trajectory: :meth:`tendon_histories`."""
+        return self._tendon_unknowns(state.base_loads, t)[0]
 
     def _load_nodes(self):
         s = self.grid()
@@ -303,12 +376,17 @@ class CosseratModel(eqx.Module):
         u = P.inv_bt * (mb + P.K_bt * P.u_star - P.B_bt * uh)
         return R, nb, mb, v, vt, u, P.c0 * u + uh
 
-    def rhs(self, y, wh, P: StepConstants, s=0.0, taus=None):
+    def rhs(self, y, wh, P: StepConstants, s=0.0, taus=None, lengths=None):
         """``(y_s (19,), w (w_size,))``: arc-length derivative of the state and the grid variables
         ``[q, w, v, u]`` (with tendons ``[q, w, v, u, v_s, u_s]``) at one point, given its history
         ``wh`` of the same layout (eq. 7/11; with tendons eq. 17 and its Kirchhoff variant).
         ``s``: reference arc length [m] and ``taus (n_tendons,)``: the tensions [N] acting there
-        (0 past a tendon's termination); both only used with tendons.
+        (0 past a tendon's termination); both only used with tendons. With length tendons
+        (:meth:`_length_tendons`) ``y`` carries their lengths ``S (n_len,)`` and tensions
+        ``T (n_len,)`` after the 19 state values (``T`` changes along ``s`` by the friction the
+        tendon feels, ``T_s = f . t``, so that friction loads are balanced at the anchor, which
+        is pulled by ``T(s_t)``), ``y_s`` their rates, and ``lengths = (active (n_tendons,),
+        S_end_t (n_len,))`` gives which tendons run here and ``d/dt S(s_t)``.
 
         Rotations are applied as elementwise sums (:func:`_mv`), not ``dot``: XLA on CPU runs
         tiny matrix products as separate slow kernels (measured 1.8x faster Jacobians).
@@ -331,25 +409,55 @@ class CosseratModel(eqx.Module):
             ns = _mv(R, force_b) - P.f_ext
             ms = _mv(R, moment_b) - _cross(ps, n) - P.l_ext
         grid_vars = [q, w, v, u]
+        extra_rates = []
         if self.chambers:  # before the tendon solve, whose n_s, m_s hold every load free of v_s, u_s
             fp, lp = _pressure.pressure_loads(self.chambers, P.pressures, u, v)
             ns, ms = (ns + fp, ms + lp) if local else (ns + _mv(R, fp), ms + _mv(R, lp))
         if self.tendons:
-            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus)
+            idx = self._length_tendons()
+            friction = None
+            if idx:
+                active, S_end_t = lengths
+                n_len = len(idx)
+                S, T = y[Y_SIZE:Y_SIZE + n_len], y[Y_SIZE + n_len:Y_SIZE + 2 * n_len]
+                taus = taus.at[jnp.asarray(idx)].set(active[jnp.asarray(idx)] * T)
+                friction = (jnp.zeros(3), jnp.zeros(3))
+                S_s, T_s = [], []
+                for k, i in enumerate(idx):
+                    td = self.tendons[i]
+                    p, pn = path_tangent(td.routing, s, u, v)
+                    S_s.append(active[i] * pn / (1.0 + td.compliance * T[k]))
+                    if td.friction is None:
+                        T_s.append(jnp.zeros(()))
+                        continue
+                    # nu = d/dt [S(s_t) - S(s)]: the time scheme's derivative of this point's own length
+                    nu = S_end_t[k] - (c0 * S[k] + wh[W_SIZE + 6 + k])
+                    f, l_ = friction_load(td.routing, s, u, v, taus[i], td.friction, nu)
+                    friction = (friction[0] + f, friction[1] + l_)
+                    T_s.append(jnp.dot(f, p) / pn)
+                extra_rates = S_s + T_s
+            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus, friction)
             grid_vars += [vs, us]
+            if idx:
+                grid_vars += [S, T]
         qs = vt - _cross(u, q) + _cross(w, v)
         ws = ut - _cross(u, w)
         hs = _quat_body_rate(y[3:7], u)
-        return jnp.concatenate([ps, hs, ns, ms, qs, ws]), jnp.concatenate(grid_vars)
+        return jnp.concatenate([ps, hs, ns, ms, qs, ws, jnp.stack(extra_rates) if extra_rates else jnp.zeros(0)]), \
+            jnp.concatenate(grid_vars)
 
-    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus):
+    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus, friction=None):
         """Add the distributed tendon loads to ``n_s``, ``m_s`` (frame of the state): solves
         ``Phi [v_s; u_s] = [nb_s0 - a - B_se v_s^h; mb_s0 - b - B_bt u_s^h]`` (spec 7.2, eq. 17),
         where ``nb_s0``, ``mb_s0`` are the derivatives of the local internal loads without the
         tendons, so that ``nb_s = (K_se + c0 B_se) v_s + B_se v_s^h`` (the differentiated
-        constitutive law) holds with the tendon loads included. Returns ``(ns, ms, v_s, u_s)``."""
+        constitutive law) holds with the tendon loads included. ``friction``: local friction
+        force and moment per length (independent of ``v_s``, ``u_s``), added to ``a`` and ``b``.
+        Returns ``(ns, ms, v_s, u_s)``."""
         local = self.frame == "local"
         a, b, A, G, H = tendon_coefficients([td.routing for td in self.tendons], taus, s, u, v)
+        if friction is not None:
+            a, b = a + friction[0], b + friction[1]
         nbs0 = ns if local else _mtv(R, ns) - _cross(u, nb)
         mbs0 = ms if local else _mtv(R, ms) - _cross(u, mb)
         vhs, uhs = wh[12:15], wh[15:18]
@@ -369,27 +477,24 @@ class CosseratModel(eqx.Module):
             return ns - fb, ms - lb, vs, us
         return ns - _mv(R, fb), ms - _mv(R, lb), vs, us
 
-    def _tendon_tensions(self, t, load_factor=1.0):
-        """``(n_tendons,)`` tensions [N] at time ``t``."""
-        return load_factor * jnp.stack([td.tension_at(t) for td in self.tendons])
-
-    def _tendon_inputs(self, t, load_factor, wh, n_int):
-        """Per grid interval: ``(taus (n_int, n_t), anchors (n_int, n_t), wh_minus (n_int, w))``:
-        the tensions loading the interval (0 past a termination), the tensions anchored at its
-        first node, and the history of the base side of that node (RK4 stage 4 of the previous
-        interval, which lies at the same arc length; Euler: the previous node), from which the
-        anchoring load takes the strains ``u(s_t^-)``, ``v(s_t^-)``. Empty arrays without tendons."""
+    def _tendon_inputs(self, tau, wh, n_int):
+        """Per grid interval, for tensions ``tau (n_t,)``: ``(taus (n_int, n_t), anchors (n_int,
+        n_t), wh_minus (n_int, w), active (n_int, n_t))``: the tensions loading the interval (0
+        past a termination), 1 for the tendons anchored at its first node, the history of the base
+        side of that node (RK4 stage 4 of the previous interval, which lies at the same arc
+        length; Euler: the previous node), from which the anchoring load takes the strains
+        ``u(s_t^-)``, ``v(s_t^-)``, and 1 where a tendon runs. Empty arrays without tendons."""
         wh_nodes, wh_stages = wh
         if not self.tendons:
             z = jnp.zeros((n_int, 0))
-            return z, z, z
-        tau = self._tendon_tensions(t, load_factor)
+            return z, z, z, z
         ends = np.array(self._termination_nodes())
         active = np.arange(n_int)[:, None] < ends[None, :]
         anchored = (np.arange(n_int)[:, None] == ends[None, :]) & (ends[None, :] < n_int)
         prev = wh_stages[:, 2] if self.integrator == "rk4" else wh_nodes[:-1]
         wh_minus = jnp.concatenate([wh_nodes[:1], prev[:-1]])
-        return jnp.asarray(active, float) * tau, jnp.asarray(anchored, float) * tau, wh_minus
+        active = jnp.asarray(active, float)
+        return active * tau, jnp.asarray(anchored, float), wh_minus, active
 
     def _jumps(self, t, load_factor):
         """``(N, 6)`` jumps of ``[n, m]`` (global) at grid nodes from point loads at time ``t``."""
@@ -403,8 +508,8 @@ class CosseratModel(eqx.Module):
     @property
     def n_unknowns(self) -> int:
         """Size of the shooting unknown: 6 base loads + 19 per interior segment start + 1 per
-        chamber with solved pressure."""
-        return 6 + Y_SIZE * (int(self.segments) - 1) + self._n_pressure_unknowns
+        chamber with solved pressure + 1 per tendon of :meth:`_length_tendons` (in this order)."""
+        return 6 + Y_SIZE * (int(self.segments) - 1) + self._n_pressure_unknowns + len(self._length_tendons())
 
     @property
     def _n_pressure_unknowns(self) -> int:
@@ -412,8 +517,8 @@ class CosseratModel(eqx.Module):
 
     def chamber_pressures(self, x, t, load_factor=1.0):
         """``(n_chambers,)`` gauge pressures [Pa] for shooting unknowns ``x`` at time ``t`` [s]."""
-        k = self._n_pressure_unknowns
-        return _pressure.chamber_pressures(self.chambers, x[x.shape[0] - k:], t, load_factor, self.load_scales()[0])
+        k, end = self._n_pressure_unknowns, x.shape[0] - len(self._length_tendons())
+        return _pressure.chamber_pressures(self.chambers, x[end - k:end], t, load_factor, self.load_scales()[0])
 
     def _segment_intervals(self) -> int:
         """Grid intervals per shooting segment (the last one may hold fewer real intervals)."""
@@ -432,11 +537,19 @@ class CosseratModel(eqx.Module):
     def unknowns_from_grid(self, y, G):
         """Shooting unknowns from scaled base loads ``G (6,)`` and a state grid ``y (N, 19)``
         (``n``, ``m`` global; e.g. the previous step's) for the interior segment starts; solved
-        chamber pressures (last) start at zero gauge, or at ``G[6:]`` when given."""
+        chamber pressures start at zero gauge, or at ``G[6:]`` when given; then the unknowns of
+        the length tendons: displacement control ``Tendon.tension / (EI/L^2)`` (the user's guess),
+        tension control with friction ``rest_length / L``."""
         if self._n_pressure_unknowns and G.shape[0] == 6:
             G = jnp.concatenate([G, jnp.zeros(self._n_pressure_unknowns)])
         if int(self.segments) == 1:
-            return G
+            if not self._length_tendons():
+                return G
+            fs, _ = self.load_scales()
+            tds = [self.tendons[i] for i in self._length_tendons()]
+            extra = [td.tension / fs if td.control == "displacement" else self._rest_length(td) / self.rod.length
+                     for td in tds]
+            return jnp.concatenate([G, jnp.stack(extra)])
         ys = y[self._segment_starts()[1:]]
         if self.frame == "local":
             Rt = jnp.swapaxes(quat_to_rotation(ys[:, 3:7]), -1, -2)
@@ -494,6 +607,17 @@ class CosseratModel(eqx.Module):
             R0 = quat_to_rotation(h0)
             n0, m0 = R0.T @ n0, R0.T @ m0
         y0 = jnp.concatenate([p0, h0, n0, m0, q0, w0])
+        n_int = int(self.n_points) - 1
+        tau_all, S_end = self._tendon_unknowns(x, t, load_factor) if self.tendons else (jnp.zeros(0), None)
+        tendon = self._tendon_inputs(tau_all, wh, n_int)
+        idx = self._length_tendons()
+        lengths = None
+        if idx:  # their lengths from the motor ride along in the state (segments = 1)
+            cols = W_SIZE + 6 + np.arange(len(idx))
+            S_end_t = P.c0 * S_end + wh_nodes[np.array(self._termination_nodes())[list(idx)], cols]
+            tds = [self.tendons[i] for i in idx]
+            S0 = jnp.stack([td.extra_length / (1.0 + td.compliance * tau_all[i]) for i, td in zip(idx, tds)])
+            y0 = jnp.concatenate([y0, S0, tau_all[jnp.asarray(idx)]])
         K = int(self.segments)
         scale = self.state_scale()
         starts = jnp.concatenate([y0[None], x[6:6 + Y_SIZE * (K - 1)].reshape(K - 1, Y_SIZE) * scale]) if K > 1 else y0[None]
@@ -501,8 +625,6 @@ class CosseratModel(eqx.Module):
         ds = jnp.diff(s)
         jumps = self._jumps(t, load_factor)
         rk4 = self.integrator == "rk4"
-        n_int = int(self.n_points) - 1
-        tendon = self._tendon_inputs(t, load_factor, wh, n_int)
         routings = [td.routing for td in self.tendons]
         interior_ends = bool(self.tendons) and min(self._termination_nodes()) < n_int
 
@@ -524,16 +646,25 @@ class CosseratModel(eqx.Module):
                 Fj, Mj = R.T @ Fj, R.T @ Mj
             return y.at[7:13].add(jnp.concatenate([Fj, Mj]))
 
+        lengths_ = (S_end_t,) if idx else None
+
+        def tensions_here(y):
+            """All tensions at the current point (length tendons carry theirs in ``y``)."""
+            if not idx:
+                return tau_all
+            return tau_all.at[jnp.asarray(idx)].set(y[Y_SIZE + len(idx):Y_SIZE + 2 * len(idx)])
+
         def body(y, xs):
-            d, wa, wst, jump, sj, taus, ends, whm = xs
+            d, wa, wst, jump, sj, taus, flags, whm, act = xs
             if interior_ends:
-                y = anchor(y, whm, sj, ends)
+                y = anchor(y, whm, sj, flags * tensions_here(y))
             y = apply_jump(y, jump)
-            k1, z = self.rhs(y, wa, P, sj, taus)
+            lg = None if lengths_ is None else (act, *lengths_)
+            k1, z = self.rhs(y, wa, P, sj, taus, lg)
             if rk4:
-                k2, z2 = self.rhs(y + 0.5 * d * k1, wst[0], P, sj + 0.5 * d, taus)
-                k3, z3 = self.rhs(y + 0.5 * d * k2, wst[1], P, sj + 0.5 * d, taus)
-                k4, z4 = self.rhs(y + d * k3, wst[2], P, sj + d, taus)
+                k2, z2 = self.rhs(y + 0.5 * d * k1, wst[0], P, sj + 0.5 * d, taus, lg)
+                k3, z3 = self.rhs(y + 0.5 * d * k2, wst[1], P, sj + 0.5 * d, taus, lg)
+                k4, z4 = self.rhs(y + d * k3, wst[2], P, sj + d, taus, lg)
                 y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
                 zst = jnp.stack([z2, z3, z4])
             else:
@@ -555,12 +686,12 @@ class CosseratModel(eqx.Module):
         per_interval = (ds, *whs, jmp, s_start, *tendon)
         chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, per_seg, *a.shape[1:]), per_interval)
         ends, (ys, zs, zst) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
-        continuity = (ends[:-1] - starts[1:]) / scale
+        continuity = (ends[:-1, :Y_SIZE] - starts[1:, :Y_SIZE]) / scale
         yN = ends[-1]
         if self.tendons:  # tendons anchored at the tip: n(L+) = n(L-) - F (after zN: L- side)
-            _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1])
-            tip_taus = self._tendon_tensions(t, load_factor) * jnp.asarray(
-                np.array(self._termination_nodes()) == n_int, dtype=float)
+            lg = None if lengths_ is None else (tendon[3][n_int - 1], *lengths_)
+            _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg)
+            tip_taus = tensions_here(yN) * jnp.asarray(np.array(self._termination_nodes()) == n_int, dtype=float)
             yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)
@@ -570,7 +701,8 @@ class CosseratModel(eqx.Module):
                 RL = quat_to_rotation(yN[3:7])
                 Fc, Mc = _mv(RL, Fc), _mv(RL, Mc)
             yN = yN.at[7:13].add(-jnp.concatenate([Fc, Mc]))
-        y = jnp.concatenate([ys.reshape(-1, Y_SIZE)[:n_int], yN[None]])
+        yN = yN[:Y_SIZE]
+        y = jnp.concatenate([ys[..., :Y_SIZE].reshape(-1, Y_SIZE)[:n_int], yN[None]])
         w = jnp.concatenate([zs.reshape(-1, self.w_size)[:n_int], zN[None]])
         w_stages = zst.reshape(K * per_seg, self.n_stages, self.w_size)[:n_int]
         RN = quat_to_rotation(yN[3:7])
@@ -590,23 +722,33 @@ class CosseratModel(eqx.Module):
         q, w = wN[0:3], wN[3:6]
         qt = P.c0 * q + whN[0:3]
         wt = P.c0 * w + whN[3:6]
-        acc = RN @ (qt + _cross(w, q))
-        J = self.tip_inertia
-        n_tip = a * self.tip_force + self.tip_mass * (load_factor * self.gravity - acc)
-        m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w))
+        held = self.tip_mass_profile(t)
+        mass, J = held * self.tip_mass, held * self.tip_inertia
+        c = RN @ self.tip_com
+        om, al = RN @ w, RN @ wt  # global angular velocity and acceleration
+        acc = RN @ (qt + _cross(w, q)) + _cross(al, c) + _cross(om, _cross(om, c))  # of the body's centre
+        pull = mass * (load_factor * self.gravity - acc)  # gravity minus inertia of the body [N]
+        n_tip = a * self.tip_force + pull
+        m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w)) + _cross(c, pull)
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
     def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
-        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, then the
-        volume residual of each chamber with solved pressure."""
+        """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, the
+        volume residual of each chamber with solved pressure, then per length tendon the length
+        mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
         _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
-        if not self._n_pressure_unknowns:
-            return jnp.concatenate([continuity.ravel(), tip])
-        pressures = self.chamber_pressures(x, t, load_factor)
-        vol = _pressure.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
-                                         load_factor, self.rod.length)
-        return jnp.concatenate([continuity.ravel(), tip, vol])
+        res = [continuity.ravel(), tip]
+        if self._n_pressure_unknowns:
+            pressures = self.chamber_pressures(x, t, load_factor)
+            res.append(_pressure.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
+                                                  load_factor, self.rod.length))
+        idx = self._length_tendons()
+        if idx:
+            _, S_end = self._tendon_unknowns(x, t, load_factor)
+            S_at = w[np.array(self._termination_nodes())[list(idx)], W_SIZE + 6 + np.arange(len(idx))]
+            res.append((S_at - S_end) / self.rod.length)
+        return jnp.concatenate(res)
 
     # ---- outputs ------------------------------------------------------------------------------------
     def chamber_volumes(self, w, w_stages):

@@ -12,6 +12,11 @@ carries one tension ``tau`` along its whole length and loads the backbone
 * at ``s_t`` with the point force ``F^b = -tau p_si^b / |p_si^b|`` and moment ``r x F^b``
   (local frame), the pull of the anchored tendon back toward the base.
 
+A tendon is driven by its tension or, with ``control="displacement"``, by its motor displacement
+(the tension then becomes a shooting unknown fixed by the tendon's length, with compliance); an
+optional friction-damping coefficient ``beta`` adds the sliding-friction approximation of the
+paper's experimental robot (see :class:`Tendon`).
+
 Routings are Modules whose parameters are array leaves: changing an offset, a helix rate or the
 samples of an arbitrary routing does not recompile. ``r_s`` and ``r_ss`` come from forward-mode
 differentiation of ``r(s)``, so any smooth routing works.
@@ -138,37 +143,103 @@ def routing_derivatives(routing: Routing, s):
 
 
 class Tendon(eqx.Module):
-    """One tendon: routing, tension and termination.
+    """One tendon: routing, control input and termination.
 
     Attributes:
         routing: :class:`Routing` (or any differentiable ``s -> (3,)`` callable, then static).
-        tension: tension amplitude tau [N] (>= 0), an array leaf.
+        tension: tension amplitude tau [N] (>= 0), an array leaf. With displacement control it is
+            only the initial guess of the first static solve.
         profile: dimensionless time profile (``profile(t)``, e.g. :class:`~.loads.Constant`,
-            :class:`~.loads.Samples` for a sampled tension history); the tension is
-            ``tension * profile(t)``.
+            :class:`~.loads.Samples` for a sampled history): the tension is
+            ``tension * profile(t)``, or with displacement control the displacement is
+            ``displacement * profile(t)``.
         termination: reference arc length s_t [m] where the tendon is anchored (static: it moves
             a grid node onto s_t); ``None`` for the tip.
+        control: ``"tension"`` (the tension is the input) or ``"displacement"`` (static): the motor
+            displacement ``z(t)`` [m] is the input (negative: reeled in, pulls) and the tension
+            becomes an extra shooting unknown with the residual (spec 7.2 [REPO])
+            ``(extra_length + int_0^s_t |p_si^b| ds) / (1 + compliance tau) = rest_length + z(t)``:
+            the unstretched tendon between motor and anchor is ``rest_length + z``.
+        displacement: displacement amplitude [m] (displacement control).
+        compliance: tendon stretch per unit length and newton [1/N] (>= 0), displacement control.
+        extra_length: tendon length from the motor to the base plate [m] (>= 0).
+        rest_length: unstretched tendon length [m] from motor to anchor at ``z = 0``; ``None``:
+            ``extra_length + s_t`` (a straight channel on the straight rod, just taut).
+        friction: friction-damping coefficient beta [s/m] (>= 0) or ``None`` (term not compiled):
+            the backbone is loaded per unit length by ``f^b = beta |tau| |u_xy| nu p_si^b/|p_si^b|``,
+            ``l^b = r x f^b`` (local frame; spec 7.2, Cpp_simple_friction), ``nu`` [m/s] the
+            velocity of the tendon relative to its channel, toward the anchor:
+            ``nu(s) = d/dt [S(s_t) - S(s)]`` with ``S(s)`` the unstretched tendon length from the
+            motor to ``s``, differentiated by the time scheme (the tendon is fixed at its anchor,
+            so ``nu(s_t) = 0`` and ``nu(0) = dz/dt`` under displacement control). The force drags
+            the channel along with the tendon; its reaction on the tendon changes the tension
+            along the channel, ``T_s = f . t`` (``tension`` is then the motor-side value), so the
+            anchor is pulled by ``T(s_t)`` and the friction forces on the robot sum to zero (with a
+            constant tension they would push the whole robot along its tendons: measured energy
+            growth on the ``tendon-robot-step`` scene).
     """
 
     routing: Routing | Callable
     tension: jax.Array = eqx.field(converter=_f64, default=0.0)
     profile: eqx.Module = Constant()
     termination: float | None = eqx.field(static=True, default=None)
+    control: str = eqx.field(static=True, default="tension")
+    displacement: jax.Array = eqx.field(converter=_f64, default=0.0)
+    compliance: jax.Array = eqx.field(converter=_f64, default=0.0)
+    extra_length: jax.Array = eqx.field(converter=_f64, default=0.0)
+    rest_length: jax.Array | None = eqx.field(converter=lambda x: None if x is None else _f64(x), default=None)
+    friction: jax.Array | None = eqx.field(converter=lambda x: None if x is None else _f64(x), default=None)
 
     def __check_init__(self):
         if np.shape(self.tension) != ():
             raise ValueError(f"Tendon.tension must be a scalar [N], got shape {np.shape(self.tension)}")
         check_nonnegative("Tendon.tension", self.tension, "N (a tendon can only pull)")
-        if isinstance(self.profile, Samples) and not is_traced(self.profile.values):
+        if self.control not in ("tension", "displacement"):
+            raise ValueError(f"Tendon.control must be 'tension' or 'displacement', got {self.control!r}")
+        if (self.control == "tension" and isinstance(self.profile, Samples)
+                and not is_traced(self.profile.values)):
             check_nonnegative("Tendon.profile.values", self.profile.values, "(a tendon can only pull)")
+        for name, unit in (("displacement", "m"), ("compliance", "1/N"), ("extra_length", "m"),
+                           ("rest_length", "m"), ("friction", "s/m")):
+            x = getattr(self, name)
+            if x is None:
+                continue
+            if np.shape(x) != ():
+                raise ValueError(f"Tendon.{name} must be a scalar [{unit}], got shape {np.shape(x)}")
+            if name == "displacement":
+                check_finite("Tendon.displacement", x)
+            elif name == "rest_length":
+                check_positive("Tendon.rest_length", x, unit)
+            else:
+                check_nonnegative(f"Tendon.{name}", x, unit)
         if self.termination is not None and not np.isfinite(self.termination):
             raise ValueError(f"Tendon.termination must be a finite arc length [m] or None, got {self.termination}")
         if not callable(self.routing):
             raise TypeError(f"Tendon.routing must be a Routing (or a callable s -> (3,)), got {type(self.routing).__name__}")
 
+    @property
+    def needs_length(self) -> bool:
+        """Whether the model integrates this tendon's length (displacement control or friction)."""
+        return self.control == "displacement" or self.friction is not None
+
     def tension_at(self, t):
-        """Tension [N] at time ``t`` [s]."""
+        """Tension [N] at time ``t`` [s] (tension control)."""
         return self.tension * self.profile(t)
+
+    def displacement_at(self, t):
+        """Motor displacement z [m] at time ``t`` [s] (displacement control; < 0 pulls)."""
+        return self.displacement * self.profile(t)
+
+
+def check_tension_controlled(tendons, model: str) -> None:
+    """Refuse tendons that need the integrated tendon length (displacement control, friction) on a
+    model (``model``: its name for the message) that takes a cable's loads as ``-tau dl/dq``."""
+    for i, td in enumerate(tendons):
+        if getattr(td, "needs_length", False):
+            raise ValueError(
+                f"tendons[{i}]: {model} tendons are tension-controlled and frictionless (got control={td.control!r}, "
+                f"friction={td.friction}); displacement control and friction are on the shooting model (CosseratModel)"
+            )
 
 
 def check_tendons(tendons, length: float, section_radius, grid) -> None:
@@ -232,11 +303,29 @@ def termination_loads(routings, taus, s, u, v):
     F = jnp.zeros(3)
     Mo = jnp.zeros(3)
     for k, rt in enumerate(routings):
-        r, rs, _ = routing_derivatives(rt, s)
-        p = jnp.cross(u, r) + rs + v
-        Fi = -taus[k] * p / jnp.linalg.norm(p)
-        F, Mo = F + Fi, Mo + jnp.cross(r, Fi)
+        p, pn = path_tangent(rt, s, u, v)
+        Fi = -taus[k] * p / pn
+        F, Mo = F + Fi, Mo + jnp.cross(rt(s), Fi)
     return F, Mo
+
+
+def path_tangent(routing, s, u, v):
+    """``(p_si^b (3,), |p_si^b|)``: the tendon path's tangent ``u x r + r_s + v`` (local frame)."""
+    r, rs, _ = routing_derivatives(routing, s)
+    p = jnp.cross(u, r) + rs + v
+    return p, jnp.linalg.norm(p)
+
+
+def friction_load(routing, s, u, v, tau, beta, nu):
+    """Local-frame friction force [N/m] and moment [N m/m] per unit length on the backbone
+    (:attr:`Tendon.friction`): ``f = beta |tau| |u_xy| nu p/|p|``, ``l = r x f``; ``nu`` [m/s]
+    the tendon's velocity relative to its channel, positive toward the anchor."""
+    r, _, _ = routing_derivatives(routing, s)
+    p, pn = path_tangent(routing, s, u, v)
+    k2 = u[0] ** 2 + u[1] ** 2
+    kxy = jnp.where(k2 > 0, jnp.sqrt(jnp.where(k2 > 0, k2, 1.0)), 0.0)  # |u_xy|, finite gradient at 0
+    f = beta * jnp.abs(tau) * kxy * nu * p / pn
+    return f, jnp.cross(r, f)
 
 
 def section_radius_default(rod):

@@ -451,9 +451,10 @@ class DERModel(AbstractImplicitModel):
 
 
 def _check_der_tendons(tendons, rod: DERRod, section_radius):
-    from ..cosserat.tendons import check_tendons
+    from ..cosserat.tendons import check_tendons, check_tension_controlled
 
     tendons = tuple(tendons)
+    check_tension_controlled(tendons, "DER")
     if tendons and not is_traced(rod.rest_lengths):
         s_node = np.asarray(node_arclengths(rod.rest_lengths))
         radius = rod.radius if section_radius is None else section_radius

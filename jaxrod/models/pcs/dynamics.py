@@ -335,8 +335,9 @@ class PCSModel(AbstractImplicitModel):
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
                 raise ValueError("base_rotation must be a rotation matrix")
         if self.tendons:
-            from ..cosserat.tendons import check_tendons, section_radius_default
+            from ..cosserat.tendons import check_tendons, check_tension_controlled, section_radius_default
 
+            check_tension_controlled(self.tendons, "PCS")
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             grid = np.linspace(0.0, self.rod.length, 4 * int(self.rod.n_segments) + 1)
             check_tendons(self.tendons, self.rod.length, radius, grid)

@@ -43,6 +43,18 @@ from pathlib import Path
 TOPICS = ("parallel", "tendon", "fluidic", "stiff_flop")
 
 
+def timed_twice(run):
+    """Call ``run()`` twice (it must block until its result is ready): ``(result of the second
+    call, wall [s] of the first call (compilation included), wall [s] and process CPU [s] of the
+    second call (the compiled program only))``."""
+    w0 = time.perf_counter()
+    run()
+    first = time.perf_counter() - w0
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = run()
+    return out, first, time.perf_counter() - w0, time.process_time() - c0
+
+
 def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"

@@ -26,13 +26,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAXROD_CACHE_DIR", "off")
 
 import argparse
-import time
 
 import numpy as np
 
 import jaxrod
 from jaxrod.scenes import get_scene
 from jaxrod.scenes.fluidic import FINGER
+from robots import timed_twice  # benchmarks/ is on sys.path (script directory)
 
 PAPER_RT = {"air": "about 28", "water": "26-32"}
 
@@ -43,13 +43,12 @@ def run(fluid: str, n_points: int = 50):
     m = scene.model
     kw = dict(dt=scene.dt, duration=scene.duration, scheme=scene.scheme)
     state0, _ = jaxrod.models.cosserat.solve_static_cosserat(m)
-    t0 = time.perf_counter()
-    traj = jaxrod.simulate(m, state0=state0, **kw)
-    first = time.perf_counter() - t0
-    c0, t0 = time.process_time(), time.perf_counter()
-    traj = jaxrod.simulate(m, state0=state0, **kw)
-    traj.positions.block_until_ready()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    def once():
+        tr = jaxrod.simulate(m, state0=state0, **kw)
+        tr.positions.block_until_ready()
+        return tr
+
+    traj, first, wall, cpu = timed_twice(once)
     times = np.asarray(traj.times)
     tip_x = np.asarray(traj.tip[:, 0])
     ch = m.chambers[0]

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 import jaxrod
+from robots import timed_twice  # benchmarks/ is on sys.path (script directory)
 from jaxrod.models.cosserat.parallel import solve_static_parallel
 from jaxrod.scenes import get_scene
 from jaxrod.simulate import ConvergenceError
@@ -55,12 +56,7 @@ def _row(kw):
         tr.positions.block_until_ready()
         return tr
 
-    w0 = time.perf_counter()
-    run()
-    first = time.perf_counter() - w0
-    c0, w0 = time.process_time(), time.perf_counter()
-    tr = run()
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    tr, first, wall, cpu = timed_twice(run)
     its = np.asarray(tr.stats.iterations)
     tilt = np.degrees(np.asarray(tr.tilt))
     p = np.asarray(tr.plate_position)

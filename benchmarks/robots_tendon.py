@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
 
 import jaxrod
+from robots import timed_twice  # benchmarks/ is on sys.path (script directory)
 from jaxrod.models.cosserat import solve_static_cosserat
 from jaxrod.scenes import get_scene
 
@@ -46,12 +46,7 @@ def _row(name, kw, duration, paper):
         tr.positions.block_until_ready()
         return tr
 
-    w0 = time.perf_counter()
-    run()
-    first = time.perf_counter() - w0
-    c0, w0 = time.process_time(), time.perf_counter()
-    tr = run()
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    tr, first, wall, cpu = timed_twice(run)
     its = np.asarray(tr.stats.iterations)
     return {
         "robot": name, "points": sc.model.n_points, "integrator": sc.model.integrator,

@@ -1,4 +1,4 @@
-"""Pressure chambers and a rigid tip body on the PCS rod (jaxrod.models.pcs.actuation, TipBody):
+"""Pressure chambers (Chamber, jaxrod.models.pcs.actuation) and a rigid tip body on the PCS rod (TipBody):
 closed-form constant curvature and elongation, the pressure gradient against central finite
 differences, the tip body against a dead load and the closed-form generalised inertia, bad input."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import jaxrod
-from jaxrod.models.der import SampledMotion
-from jaxrod.models.pcs import PCSModel, PCSRod, PressureChamber, TipBody
+from jaxrod.models.cosserat import Samples
+from jaxrod.models.pcs import Chamber, PCSModel, PCSRod, TipBody
 
 L, R, E, RHO = 0.05, 0.0125, 205e3, 1820.0
 A_CAP, D = math.pi * 0.0025**2, 0.0085
@@ -21,8 +21,8 @@ def rod(n=2):
     return PCSRod.circular(L, n, R, youngs_modulus=E, density=RHO)
 
 
-def chamber(offset, pressure):
-    return PressureChamber(offset, A_CAP, pressure, R)
+def chamber(offset, pressure, profile=None):
+    return Chamber(offset, A_CAP, pressure=pressure, profile=profile)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def solve():
     """One compiled static solve of a 2-segment rod with chambers at +z (P1) and +y (P2)."""
 
     def f(p1, p2):
-        m = PCSModel(rod(), chambers=(chamber((0.0, D), p1), chamber((D, 0.0), p2)))
+        m = PCSModel(rod(), chambers=(chamber((0.0, D), p1), chamber((D, 0.0), p2)), section_radius=R)
         st, res = jaxrod.solve_static(m, throw=False)
         return m.strains(st.q), m.observe(st.q, st.v, None)["positions"][-1], res.converged
 
@@ -67,7 +67,8 @@ def test_tip_gradient_wrt_pressure_vs_central_fd():
     body = TipBody(0.0135, (0.007, 0.0, 0.0), np.diag([3.8e-7, 4e-7, 4e-7]))
 
     def tip_z(p):
-        m = PCSModel(rod(3), gravity=(0.0, 0.0, -9.81), tip_body=body, chambers=(chamber((0.0, D), p),))
+        m = PCSModel(rod(3), gravity=(0.0, 0.0, -9.81), tip_body=body, chambers=(chamber((0.0, D), p),),
+                     section_radius=R)
         st, _ = jaxrod.solve_static(m, throw=False)
         return m.observe(st.q, st.v, None)["positions"][-1, 2]
 
@@ -122,11 +123,15 @@ def test_tip_body_generalised_inertia_closed_form():
 
 
 def test_bad_chamber_input():
-    with pytest.raises(ValueError, match="outside the section"):
-        chamber((0.0, 0.011), 1e4)  # 11 mm + 2.5 mm > 12.5 mm
-    with pytest.raises(ValueError, match="negative absolute pressure"):
-        chamber((0.0, D), SampledMotion(jnp.array([0.0, 1.0]), jnp.array([0.0, -1.2e5])))
+    with pytest.raises(ValueError, match=r"chambers\[0\] does not fit in the cross-section.*section_radius = 0\.0125"):
+        PCSModel(rod(), section_radius=R, chambers=(chamber((0.0, 0.011), 1e4),))  # 11 mm + 2.5 mm > 12.5 mm
+    with pytest.raises(ValueError, match=r"absolute pressure >= 0.*got -120000 Pa"):
+        chamber((0.0, D), 1.0, Samples(jnp.array([0.0, 1.0]), jnp.array([0.0, -1.2e5])))
     with pytest.raises(ValueError, match="area"):
-        PressureChamber((0.0, D), 0.0, 1e4, R)
+        Chamber((0.0, D), 0.0, pressure=1e4)
     with pytest.raises(TypeError, match="chambers"):
         PCSModel(rod(), chambers=[chamber((0.0, D), 1e4)])
+    with pytest.raises(ValueError, match=r"chambers\[0\]: PCS chambers are pressure-controlled.*'volume'.*CosseratModel"):
+        PCSModel(rod(), chambers=(Chamber((0.0, D), A_CAP, volume=1e-6),))
+    with pytest.raises(ValueError, match=r"volume-controlled.*pressure_at needs pressure="):
+        Chamber((0.0, D), A_CAP, volume=1e-6).pressure_at(0.0)

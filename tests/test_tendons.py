@@ -299,13 +299,13 @@ XI_REST = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
 
 def der_pcs_models():
     from jaxrod.models.der import DERModel, DERRod
-    from jaxrod.models.pcs import PCSModel, PCSRod, PressureChamber
+    from jaxrod.models.pcs import Chamber, PCSModel, PCSRod
 
     tendons = two_tendon_model().tendons
     rod_d = DERRod.cantilever(N_DER, L, radius=RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
     rod_p = PCSRod.circular(L, N_PCS, RADIUS, youngs_modulus=207e9, density=8000.0, poisson_ratio=0.3)
-    chambers = (PressureChamber(jnp.zeros(2), CHAMBER_AREA, 0.0, DISK),
-                PressureChamber(jnp.array([OFFSET, 0.0]), CHAMBER_AREA, 0.0, DISK))
+    chambers = (Chamber(jnp.zeros(2), CHAMBER_AREA, pressure=0.0),
+                Chamber(jnp.array([OFFSET, 0.0]), CHAMBER_AREA, pressure=0.0))
     return (DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, tendons=tendons, chambers=chambers),
             PCSModel(rod_p, section_radius=DISK, tendons=tendons))
 
@@ -331,7 +331,7 @@ def der_pcs_program():
     @jax.jit
     def run(params, tangent):
         """``params = (tau_a, tau_b, offset_a, rate_a, P_axis, P_offset)``, ``tangent (4,)``."""
-        md = eqx.tree_at(lambda m: (m.chambers[0].pressure, m.chambers[1].pressure),
+        md = eqx.tree_at(lambda m: (m.chambers[0].value, m.chambers[1].value),
                          with_values(der, params[:4]), (params[4], params[5]))
         qd = jaxrod.solve_static(md)[0].q
         (tip, xi), (dtip, _) = jax.jvp(pcs_solve, (params[:4],), (tangent,))
@@ -445,7 +445,7 @@ def test_cosserat_der_pcs_agree_on_one_tendon_robot(solve, solve_der_pcs):
 
 
 def test_der_pressure_chamber_curvature_and_elongation(model, solve_der_pcs):
-    """DER chambers (:class:`~jaxrod.models.pcs.PressureChamber`: volume A l of the
+    """DER chambers (:class:`~jaxrod.models.cosserat.pressure.Chamber`: volume A l of the
     channel polyline, force +P A dl/dq) against spec 7.3's
     closed form: cap force P A and moment P A r x e3 give the uniform axial strain P A / EA and the
     curvature P A d / EI, bending away from the chamber. An axial chamber only stretches the rod:
@@ -469,8 +469,15 @@ def test_der_pressure_chamber_curvature_and_elongation(model, solve_der_pcs):
     assert err < 7e-2, err
     from jaxrod.models.der import DERModel
 
-    with pytest.raises(TypeError, match=r"chambers\[0\] \(Tendon\) has no 'offset'"):
-        DERModel(der_pcs_models()[0].rod, clamped_edges=(0,), chambers=(Tendon(StraightRouting((0.0, 0.0))),))
+    from jaxrod.models.cosserat import Chamber
+
+    rod_d = der_pcs_models()[0].rod
+    with pytest.raises(TypeError, match=r"chambers must hold Chamber objects, got Tendon at chambers\[0\]"):
+        DERModel(rod_d, clamped_edges=(0,), chambers=(Tendon(StraightRouting((0.0, 0.0))),))
+    with pytest.raises(ValueError, match=r"chambers\[0\] does not fit in the cross-section.*section_radius = 0\.01 m"):
+        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, chambers=(Chamber((0.009, 0.0), CHAMBER_AREA, pressure=1.0),))
+    with pytest.raises(ValueError, match=r"chambers\[0\]: DER chambers are pressure-controlled.*'moles'.*CosseratModel"):
+        DERModel(rod_d, clamped_edges=(0,), section_radius=DISK, chambers=(Chamber((0.0, 0.0), CHAMBER_AREA, moles=1e-4),))
 
 
 # ---- displacement control, friction, grasped object (spec 7.2) -------------------------------------

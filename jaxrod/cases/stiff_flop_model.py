@@ -6,7 +6,7 @@ Model (what is taken from where):
 * the elastomer rod: paper Table 2 section (a_c, J of :func:`jaxrod.scenes.stiff_flop.stiff_flop_section`),
   length l_m2 = 50 mm, density 1820 kg/m^3; PCS with all six strain modes (shear included, as
   TMTDyn's K_eps = a_c diag(G, G, E)), ``n_segments`` equal segments, Kelvin-Voigt viscosity;
-* six :class:`~jaxrod.models.pcs.PressureChamber` at r_o = 8.5 mm, cap area a_p = pi r_p^2, at
+* six pressure-controlled :class:`~jaxrod.models.pcs.Chamber` at r_o = 8.5 mm, cap area a_p = pi r_p^2, at
   the angles of Eq. 44 (psi_0 = acos(1 - r_p2^2 / (2 r_o^2)) = 20.3 deg, r_p2 = 3 mm); pairs p0,
   p1, p2 drive chambers (1, 2), (3, 4), (5, 6), with the measured gauge pressures smoothed as
   TMTDyn smooths them (9-sample centred moving average), linear in time between samples;
@@ -37,7 +37,8 @@ import numpy as np
 
 from ..models.base import AbstractImplicitModel
 from ..models.der.motion import SampledMotion
-from ..models.pcs import PCSModel, PCSRod, PressureChamber, TipBody
+from ..models.cosserat.loads import Samples
+from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
 from ..scenes.stiff_flop import stiff_flop_section
 from ..validation import check_int
 from .stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, smooth_moving_average
@@ -196,11 +197,11 @@ def stiff_flop_model(
     ro, ap = s["chamber_offset"], s["chamber_area"]
     cap = ap * jnp.asarray(pressure_gain, dtype=float)
     chambers = tuple(
-        PressureChamber(
+        Chamber(
             (ro * math.cos(math.radians(psi)), ro * math.sin(math.radians(psi))),
             cap,
-            SampledMotion(times, pressures[:, k // 2]),
-            s["outer_radius"],
+            pressure=1.0,  # [Pa] times the measured samples in Pa
+            profile=Samples(times, pressures[:, k // 2]),
         )
         for k, psi in enumerate(chamber_angles_deg())
     )
@@ -210,7 +211,8 @@ def stiff_flop_model(
         # solid cylinder about its centre; local x is its axis
         I_axial, I_trans = m3 * rf**2 / 2, m3 * (3 * rf**2 + l3**2) / 12
         body = TipBody(m3, (l3 / 2, 0.0, 0.0), np.diag([I_axial, I_trans, I_trans]))
-    pcs = PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers)
+    pcs = PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers,
+                   section_radius=s["outer_radius"])
     motion = None if load is None else SampledMotion(times, load)
     return StiffFlopModel(pcs, motion, float(s["sensor_length"]))
 

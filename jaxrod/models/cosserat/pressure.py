@@ -41,6 +41,10 @@ larger). The residual keeps the paper's norm, so with shear or twist the volume-
 equilibrium is not exactly the stationary point of the enclosed energy ``W - P V``.
 
 Pressures act quasi-statically (no fluid mass, no pump dynamics), A is constant.
+
+:class:`Chamber` is the one chamber class of the package: :class:`~jaxrod.models.pcs.PCSModel` and
+:class:`~jaxrod.models.der.DERModel` take it too (``chambers=``, pressure control only: they read
+:meth:`Chamber.pressure_at`), with :func:`check_chambers` against their ``section_radius``.
 """
 
 from __future__ import annotations
@@ -66,8 +70,15 @@ class Chamber(eqx.Module):
     Build it with exactly one control keyword::
 
         Chamber(offset=(-0.0103, 0.0), area=1.96e-5, pressure=8e4)      # gauge [Pa]
+        Chamber(offset=..., area=..., pressure=1.0, profile=Samples(times, p))  # measured p [Pa]
         Chamber(offset=..., area=..., volume=2.65e-6)                    # [m^3], incompressible
         Chamber(offset=..., area=..., moles=2e-4, temperature=293.15)   # [mol], ideal gas
+
+    Every time signal is ``value * profile(t)``: a constant, a shaped profile, or sampled data
+    (:class:`~.loads.Samples`, whose times and values are array leaves: new data of the same
+    length reuse the compiled program and gradients flow to the samples). The offset is in the
+    model's section plane: ``(d1, d2)`` on :class:`CosseratModel`, ``(m1, m2)`` on DER, local
+    ``(y, z)`` on PCS (all the same axes of the rod section).
 
     Attributes:
         offset: ``(2,)`` chamber centre in the ``(d1, d2)`` section plane, from the section's
@@ -135,6 +146,15 @@ class Chamber(eqx.Module):
             if not (np.all(np.isfinite(amounts)) and np.all(amounts > 0)):
                 raise ValueError(f"Chamber.{self.control} (times its profile) must be > 0 {unit}, got {amounts.min():.6g} {unit}")
 
+    def pressure_at(self, t):
+        """Gauge pressure [Pa] at time ``t`` [s] of a pressure-controlled chamber."""
+        if self.unknown:
+            raise ValueError(
+                f"Chamber.pressure_at: this chamber is {self.control}-controlled, its pressure is an unknown "
+                "of the shooting model (CosseratModel.chamber_pressures); pressure_at needs pressure="
+            )
+        return self.value * self.profile(t)
+
     @property
     def unknown(self) -> bool:
         """True when the pressure is solved for (volume or moles control)."""
@@ -149,20 +169,27 @@ class Chamber(eqx.Module):
         """Controlled quantity at time ``t`` [s]. A static load factor ``lf`` scales the pressure,
         or the excess of volume / moles over the straight chamber at zero gauge pressure
         (``A L``, ``P_atm A L / (R_gas T)``), so that ``lf = 0`` is the unloaded rod."""
-        x = self.value * self.profile(t)
         if self.control == "pressure":
-            return load_factor * x
+            return load_factor * self.pressure_at(t)
+        x = self.value * self.profile(t)
         x0 = self.area * length
         if self.control == "moles":
             x0 = self.atmospheric_pressure * x0 / (self.gas_constant * self.temperature)
         return x0 + load_factor * (x - x0)
 
 
-def check_chambers(chambers, section_radius) -> None:
-    """Eager check that every chamber lies inside the section: ``|r| + sqrt(A / pi) <= section_radius``."""
+def check_chambers(chambers, section_radius, pressure_only: str | None = None) -> None:
+    """Eager check that every chamber lies inside the section: ``|r| + sqrt(A / pi) <= section_radius``.
+    ``pressure_only``: the name of a model that takes pressure control only (PCS, DER), which
+    refuses volume and moles control."""
     for i, ch in enumerate(chambers):
         if not isinstance(ch, Chamber):
             raise TypeError(f"chambers must hold Chamber objects, got {type(ch).__name__} at chambers[{i}]")
+        if pressure_only and ch.unknown:
+            raise ValueError(
+                f"chambers[{i}]: {pressure_only} chambers are pressure-controlled (got control={ch.control!r}); "
+                "volume and moles control (the pressure as an unknown) are on the shooting model (CosseratModel)"
+            )
         if is_traced((ch.offset, ch.area, section_radius)):
             continue
         rho = float(np.sqrt(float(ch.area) / np.pi))

@@ -111,15 +111,16 @@ class DERModel(AbstractImplicitModel):
             termination (``None``: the tip; :mod:`jaxrod.models.der.tendons`): loads
             ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
             length from the midpoint of edge 0.
-        chambers: tuple of pressure chambers along the whole rod
-            (:class:`~jaxrod.models.pcs.actuation.PressureChamber`, or anything with ``offset
-            (2,)`` [m] in the ``(m1, m2)`` section plane, cap ``area`` A [m^2] and
-            ``pressure_at(t)``, the gauge pressure [Pa] at time ``t`` [s]). A chamber's volume is
+        chambers: tuple of pressure-controlled chambers along the whole rod
+            (:class:`~jaxrod.models.cosserat.pressure.Chamber`: offset ``(2,)`` [m] in the
+            ``(m1, m2)`` section plane, cap ``area`` A [m^2], gauge pressure
+            ``pressure_at(t)`` [Pa] at time ``t`` [s]). A chamber's volume is
             ``A l``, ``l`` the length of its channel polyline (a straight tendon's, to the tip), so
             the pressure's work gives the generalised force ``+P A dl/dq``: the tendon force with
             ``tau = -P A`` (spec 7.3: cap force ``P A`` and moment ``P A r x e3`` at the tip, the
             distributed loads of eq. 18).
-        section_radius: radius [m] holding the tendon channels (default: the rod radius).
+        section_radius: radius [m] holding the tendon channels and the chambers (default: the
+            rod radius).
 
     Raises:
         ValueError: on invalid inputs, and when ``q0`` already penetrates a floor or the rod itself
@@ -224,7 +225,7 @@ class DERModel(AbstractImplicitModel):
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         self.contacts = _check_contacts(contacts, rod, self.q0)
         self.tendons = _check_der_tendons(tendons, rod, section_radius)
-        self.chambers = _check_der_chambers(chambers)
+        self.chambers = _check_der_chambers(chambers, rod, section_radius)
         if self.clamps:
             self.q0 = self._clamp_start(default_q0)
 
@@ -462,17 +463,11 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
     return tendons
 
 
-def _check_der_chambers(chambers):
-    """Tuple of chambers, each with ``offset``, ``area`` and ``pressure_at`` (the chamber class
-    checks its own values and its fit in the section)."""
+def _check_der_chambers(chambers, rod: DERRod, section_radius):
+    from ..cosserat.pressure import check_chambers
+
     chambers = tuple(chambers)
-    for i, ch in enumerate(chambers):
-        for attr in ("offset", "area", "pressure_at"):
-            if not hasattr(ch, attr):
-                raise TypeError(
-                    f"chambers[{i}] ({type(ch).__name__}) has no {attr!r}; a chamber needs offset (2,) [m], "
-                    "area [m^2] and pressure_at(t) [Pa] (e.g. jaxrod.models.pcs.actuation.PressureChamber)"
-                )
+    check_chambers(chambers, rod.radius if section_radius is None else section_radius, pressure_only="DER")
     return chambers
 
 

@@ -5,13 +5,14 @@ its time derivative, forward kinematics over segments, body velocities/accelerat
 14) and an optional reduced strain basis. Twists are angular-first, the rod axis is local x.
 dynamics.py: the rod (:class:`PCSRod`), recursive inverse dynamics and the implicit model
 (:class:`PCSModel`) used with :func:`jaxrod.simulate` (Newmark-beta) and :func:`jaxrod.solve_static`.
-actuation.py: pressure chambers (:class:`PressureChamber`; their generalised forces from the
-work of the pressure on the chamber volume).
+actuation.py: the generalised forces of pressure chambers (:class:`Chamber`, the shooting model's
+class, pressure control) from the work of the pressure on the chamber volume.
 cmtm.py: the paper's CMTM analytic gradients of the inverse dynamics (d tau / d q, d q_dot, d q_ddot)
 and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newton Jacobians.
 """
 
-from .actuation import ATMOSPHERIC_PRESSURE, PressureChamber, chamber_forces
+from ..cosserat.pressure import Chamber
+from .actuation import chamber_forces
 from .cmtm import cmtm_jacobians, inverse_dynamics_gradients, newmark_jacobian
 from .dynamics import PCSModel, PCSRod, TipBody, inverse_dynamics
 from .kinematics import (
@@ -42,8 +43,7 @@ from .kinematics import (
 )
 
 __all__ = [
-    "ATMOSPHERIC_PRESSURE",
-    "PressureChamber",
+    "Chamber",
     "TipBody",
     "chamber_forces",
     "STRAIN_MODES",

@@ -36,7 +36,7 @@ from ...validation import (
     is_traced,
 )
 from ..base import AbstractImplicitModel, State
-from .actuation import PressureChamber, chamber_forces
+from .actuation import chamber_forces
 from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
@@ -282,14 +282,15 @@ class PCSModel(AbstractImplicitModel):
             gradients of :mod:`jaxrod.models.pcs.cmtm` (same values to round-off).
         tip_body: optional :class:`TipBody` welded to the tip (its inertia and weight; autodiff
             Jacobian only).
-        chambers: tuple of :class:`~jaxrod.models.pcs.actuation.PressureChamber` (their
-            generalised forces, scaled by ``load_factor``, enter :meth:`residual` at time ``t``).
+        chambers: tuple of pressure-controlled :class:`~jaxrod.models.cosserat.pressure.Chamber`
+            (offset ``(r_y, r_z)``; :mod:`jaxrod.models.pcs.actuation`): their generalised forces,
+            scaled by ``load_factor``, enter :meth:`residual` at time ``t``.
         tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (arc length from the
             base, offsets in the Cosserat section frame ``(d1, d2) = (local y, local z)``):
             generalised forces ``-tau(t) dl/dq`` of each cable's length ``l``
             (:mod:`jaxrod.models.pcs.tendons`), scaled by ``load_factor``.
-        section_radius: radius [m] holding the tendon channels (``None``: the equivalent radius
-            ``sqrt(area / pi)`` of the backbone); checked at construction.
+        section_radius: radius [m] holding the tendon channels and the chambers (``None``: the
+            equivalent radius ``sqrt(area / pi)`` of the backbone); checked at construction.
     """
 
     rod: PCSRod
@@ -328,17 +329,24 @@ class PCSModel(AbstractImplicitModel):
             raise TypeError(f"tip_body must be a TipBody or None, got {type(self.tip_body).__name__}")
         if self.tip_body is not None and self.jacobian == "cmtm":
             raise ValueError("tip_body is supported with jacobian='autodiff' only (the CMTM gradients omit it)")
-        if not isinstance(self.chambers, tuple) or not all(isinstance(c, PressureChamber) for c in self.chambers):
-            raise TypeError(f"chambers must be a tuple of PressureChamber, got {self.chambers!r}")
+        if not isinstance(self.chambers, tuple):
+            raise TypeError(f"chambers must be a tuple of Chamber, got {type(self.chambers).__name__}")
         if not is_traced(self.base_rotation):
             R = np.asarray(self.base_rotation)
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
                 raise ValueError("base_rotation must be a rotation matrix")
+        if self.chambers or self.tendons:
+            from ..cosserat.tendons import section_radius_default
+
+            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
+        if self.chambers:
+            from ..cosserat.pressure import check_chambers
+
+            check_chambers(self.chambers, radius, pressure_only="PCS")
         if self.tendons:
-            from ..cosserat.tendons import check_tendons, check_tension_controlled, section_radius_default
+            from ..cosserat.tendons import check_tendons, check_tension_controlled
 
             check_tension_controlled(self.tendons, "PCS")
-            radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             grid = np.linspace(0.0, self.rod.length, 4 * int(self.rod.n_segments) + 1)
             check_tendons(self.tendons, self.rod.length, radius, grid)
 

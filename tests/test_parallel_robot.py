@@ -6,8 +6,8 @@ change along the paper's path (sign change of the static Jacobian's determinant)
 
 The paper's discretisation (200 Euler points per leg: compile time does not grow with the
 points, and the stability change sits where the paper shows it only at this resolution), short
-runs; one compiled program each for the static solve, the inverse kinematics, the Jacobian and
-the time loop, called with new arrays.
+runs; one compiled program each for the static solve (every length profile with 13 samples), the
+inverse kinematics, the Jacobian and the time loop, called with new arrays.
 """
 
 import jax
@@ -34,8 +34,15 @@ N_STEPS = 48
 L_HOME = 0.50424  # leg length that holds the level plate at z = 0.5 m (inverse statics: 0.504241)
 
 
-def _robot(times, values):
-    return StewartGough.paper(LegLengths(times, values), n_points=N_POINTS)
+def _robot(times, values, **kw):
+    return StewartGough.paper(LegLengths(times, values), n_points=N_POINTS, **kw)
+
+
+def _fixed(lengths, **kw):
+    """The robot with fixed ``lengths (6,)`` [m], given as a 13-sample :class:`LegLengths` (as
+    :func:`_ramp`'s profiles): every static solve of this file then has the same shapes and
+    shares one compiled program (a 1-sample profile would compile another)."""
+    return _robot(*_ramp(lengths, lengths, 1.0), **kw)
 
 
 def _ramp(L0, L1, t_end, n=13):
@@ -55,7 +62,7 @@ def _static(robot, t, guess=None):
 @pytest.fixture(scope="module")
 def home():
     """Equal legs at the home length: static state."""
-    robot = StewartGough.paper(jnp.full(6, L_HOME), n_points=N_POINTS)
+    robot = _fixed(np.full(6, L_HOME))
     return robot, _static(robot, 0.0)
 
 
@@ -93,7 +100,7 @@ def test_leg_equals_single_cantilever_with_its_end_loads(home):
     robot0, st0 = home
     L = np.array([0.49, 0.5, 0.52, 0.51, 0.505, 0.5])
     F_e = np.array([0.05, -0.02, 0.1])
-    robot = StewartGough.paper(jnp.asarray(L), n_points=N_POINTS, plate_force=F_e)
+    robot = _fixed(L, plate_force=F_e)
     state = _static(robot, 0.0, guess=st0.unknowns)
     p, R = np.asarray(state.plate_position), np.asarray(state.plate_rotation)
     assert np.degrees(np.arccos(R[2, 2])) > 0.5  # the plate really is tilted
@@ -228,7 +235,7 @@ def test_inverse_kinematics_round_trip(home, path):
     _, st0 = home
     P, lengths, _ = path
     k = 10  # x = -0.1 m
-    moved = StewartGough.paper(lengths[k], n_points=N_POINTS)
+    moved = _fixed(lengths[k])
     state = _static(moved, 0.0, guess=st0.unknowns)
     np.testing.assert_allclose(np.asarray(state.plate_position), P[k], atol=1e-10)
     np.testing.assert_allclose(np.asarray(state.plate_rotation), np.eye(3), atol=1e-9)

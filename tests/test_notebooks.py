@@ -1,7 +1,7 @@
 """Execute every ``notebooks/*.ipynb`` top to bottom (a temporary copy, in a temporary working
 directory) and fail on any cell error. The kernel shares the tests' persistent compilation cache.
 
-The two heaviest notebooks run from files of their own (``OWN_FILE``): ``pytest -n 2 --dist
+The heaviest notebooks run from files of their own (``OWN_FILE``): ``pytest -n 2 --dist
 loadfile`` gives each file to one worker, so one file holding every notebook would be the run's
 critical path (cold, all four notebooks in one file: 15.5 min wall on the loaded 2-core machine)."""
 
@@ -22,6 +22,7 @@ OWN_FILE = {
     "der_quickstart.ipynb": "test_notebooks_der_quickstart.py",
     "pcs_newmark.ipynb": "test_notebooks_pcs_newmark.py",
     "hybrid_systems.ipynb": "test_notebooks_hybrid_systems.py",
+    "continuum_robots.ipynb": "test_notebooks_continuum_robots.py",
 }
 HERE = [p for p in NOTEBOOKS if p.name not in OWN_FILE]
 

@@ -32,7 +32,7 @@ import jaxrod
 from robots import timed_twice  # benchmarks/ is on sys.path (script directory)
 from jaxrod.models.cosserat.parallel import solve_static_parallel
 from jaxrod.scenes import get_scene
-from jaxrod.simulate import ConvergenceError
+from jaxrod.integrate import ConvergenceError
 
 CASES = (
     {"n_points": 200, "integrator": "euler"},

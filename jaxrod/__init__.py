@@ -5,8 +5,6 @@ by seven orders of magnitude, and float32 Newton solves stall long before they c
 """
 
 from ._lazy import lazy_attributes as _lazy_attributes
-import sys as _sys
-import types as _types
 from typing import TYPE_CHECKING
 
 import jax
@@ -20,8 +18,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it; imported on first use (PEP 562 ``__getattr__``) so that
 # ``import jaxrod`` costs about ``import jax`` and the command line answers ``--help`` at once
 _LAZY = {
-    "AbstractImplicitModel": ".models.base",
-    "State": ".models.base",
+    "AbstractImplicitModel": ".integrate",
+    "State": ".integrate",
     "CosseratModel": ".models.cosserat",
     "CosseratRod": ".models.cosserat",
     "CosseratState": ".models.cosserat",
@@ -31,15 +29,15 @@ _LAZY = {
     "DERRod": ".models.der",
     "SampledMotion": ".models.der",
     "first_mode_velocity": ".models.der",
-    "ConvergenceError": ".simulate",
-    "FallbackWarning": ".simulate",
-    "convergence_errors": ".simulate",
-    "SolverStats": ".simulate",
-    "Trajectory": ".simulate",
-    "implicit_step": ".simulate",
-    "simulate": ".simulate",
-    "simulate_adaptive": ".simulate",
-    "solve_static": ".simulate",
+    "ConvergenceError": ".integrate",
+    "FallbackWarning": ".integrate",
+    "convergence_errors": ".integrate",
+    "SolverStats": ".integrate",
+    "Trajectory": ".integrate",
+    "implicit_step": ".integrate",
+    "simulate": ".integrate",
+    "simulate_adaptive": ".integrate",
+    "solve_static": ".integrate",
     "BandedJacobianSolver": ".solvers.jacobian",
     "DenseJacobianSolver": ".solvers.jacobian",
     "NewtonResult": ".solvers.newton",
@@ -64,10 +62,10 @@ _SUBMODULES = ("geometry", "scenes")
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from . import geometry, scenes
-    from .models.base import AbstractImplicitModel, State
+    from .integrate import AbstractImplicitModel, State
     from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
     from .models.der import ClampMotion, DERModel, DERRod, SampledMotion, first_mode_velocity
-    from .simulate import (
+    from .integrate import (
         ConvergenceError,
         FallbackWarning,
         SolverStats,
@@ -139,18 +137,3 @@ __all__ = [
 
 __getattr__, __dir__ = _lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES, listed=__all__)
 
-
-class _Package(_types.ModuleType):
-    """``jaxrod`` itself: keeps ``jaxrod.simulate`` the function.
-
-    Importing the submodule ``jaxrod.simulate`` (``from jaxrod.simulate import ...``, done inside
-    the package too) binds the module to the package attribute of the same name, which would hide
-    the public function; eager imports used to rebind it right away, this does the same lazily."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, _types.ModuleType) and _LAZY.get(name) == f".{name}":
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package

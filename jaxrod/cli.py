@@ -296,7 +296,7 @@ def _cmd_simulate_system(loaded, args, out, err):
     """Run a rigid-body model file and print its ``[output] quantities``."""
     import numpy as np
 
-    from .simulate import simulate
+    from .integrate import simulate
 
     if args.animate:
         raise CLIError("--animate draws rods; for rigid-body systems use --plot")
@@ -337,7 +337,7 @@ def _cmd_simulate(args, out, err):
     import numpy as np
 
     from . import analysis
-    from .simulate import simulate, solve_static
+    from .integrate import simulate, solve_static
     scene = _make_scene(args) if scene is None else scene
     model = scene.model
     n = _n_nodes(model)
@@ -402,7 +402,7 @@ def _cmd_simulate(args, out, err):
     t0 = time.perf_counter()
     import warnings
 
-    from .simulate import FallbackWarning
+    from .integrate import FallbackWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FallbackWarning)
@@ -537,8 +537,8 @@ def main(argv=None) -> int:
         print("error: interrupted", file=err)
         return 130
     except Exception as e:
-        # a ConvergenceError can only come from an imported jaxrod.simulate: do not import it here
-        sim = sys.modules.get("jaxrod.simulate")
+        # a ConvergenceError can only come from an imported jaxrod.integrate: do not import it here
+        sim = sys.modules.get("jaxrod.integrate.results")
         user_errors = (ValueError, OSError, EOFError) + ((sim.ConvergenceError,) if sim is not None else ())
         msg = " ".join(str(e).split()) or type(e).__name__
         if isinstance(e, user_errors):

@@ -133,7 +133,7 @@ def test_bad_values_exit_2(argv, fragment):
 
 
 def test_convergence_error_is_reported_not_raised(monkeypatch):
-    sim_module = importlib.import_module("jaxrod.simulate")  # imported on first use by the CLI
+    sim_module = importlib.import_module("jaxrod.integrate")  # imported on first use by the CLI
 
     def failing(*args, **kwargs):
         raise jaxrod.ConvergenceError("static equilibrium did not converge:\n residual 1e3")
@@ -144,7 +144,7 @@ def test_convergence_error_is_reported_not_raised(monkeypatch):
 
 
 def test_simulate_convergence_error_and_internal_errors_are_one_line(monkeypatch):
-    sim_module = importlib.import_module("jaxrod.simulate")  # imported on first use by the CLI
+    sim_module = importlib.import_module("jaxrod.integrate")  # imported on first use by the CLI
 
     def failing(*args, **kwargs):
         raise jaxrod.ConvergenceError("Newton did not converge at step 7 (t = 3.5 s):\n residual 1e3", step=7,

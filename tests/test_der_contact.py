@@ -34,7 +34,7 @@ from jaxrod.models.der.contact import (
     smooth_coulomb_friction,
 )
 from jaxrod.scenes.contact import analytic_kinetic_energy, friction_validation, kinetic_energy_x, rod_drop
-from jaxrod.simulate import implicit_step
+from jaxrod.integrate import implicit_step
 from jaxrod.solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from jaxrod.timestepping import BackwardEuler
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import jaxrod
-from jaxrod.models.base import AbstractImplicitModel, State
+from jaxrod.integrate import AbstractImplicitModel, State
 from jaxrod.solvers.jacobian import DenseJacobianSolver
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import jaxrod
-from jaxrod.models.base import AbstractImplicitModel, State
+from jaxrod.integrate import AbstractImplicitModel, State
 from jaxrod.models.der.frames import update_frames
 from jaxrod.solvers.jacobian import DenseJacobianSolver
 

@@ -16,7 +16,7 @@ import pytest
 
 import jaxrod
 from jaxrod.analysis import decay_time_constant
-from jaxrod.models.base import AbstractImplicitModel, State
+from jaxrod.integrate import AbstractImplicitModel, State
 from jaxrod.solvers.jacobian import DenseJacobianSolver
 
 L, H, E, RHO = 1.0, 0.01, 1e7, 1000.0

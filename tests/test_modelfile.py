@@ -368,7 +368,7 @@ def test_cli_reports_a_bad_file_without_importing_models(tmp_path):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             rc = jaxrod.cli.main(["simulate", {str(bad)!r}])
-        heavy = sorted(m for m in sys.modules if m.startswith(("jaxrod.models", "jaxrod.simulate", "jaxrod.system",
+        heavy = sorted(m for m in sys.modules if m.startswith(("jaxrod.models", "jaxrod.integrate", "jaxrod.system",
                                                                "equinox", "matplotlib")))
         print(json.dumps({{"rc": rc, "err": err.getvalue(), "heavy": heavy}}))
     """

@@ -16,12 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxrod
+
 from jaxrod.geometry import quat_to_rotation
 from jaxrod.models.cosserat import CosseratModel, solve_static_cosserat
 from jaxrod.models.cosserat.parallel import (
     LegLengths,
     StewartGough,
-    simulate_parallel,
     solve_inverse_static,
     solve_static_parallel,
     stewart_gough_pattern,
@@ -123,7 +124,7 @@ def test_leg_equals_single_cantilever_with_its_end_loads(home):
 
 def _run(times, values, state0):
     robot = _robot(times, values)
-    return robot, simulate_parallel(robot, dt=DT, n_steps=N_STEPS, state0=state0)
+    return robot, jaxrod.simulate(robot, dt=DT, n_steps=N_STEPS, state0=state0)
 
 
 def _bdf_alpha_rates(x, dt, alpha=-0.2):

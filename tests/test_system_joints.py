@@ -379,7 +379,7 @@ def test_consistent_initial_acceleration_with_joints():
     """The initial acceleration solve that NewmarkBeta(), BDF2 and Trapezoid use: a pendulum
     released from rest at 0.4 rad has angular acceleration m g L sin(theta0) / I_pivot and rod
     tension m g cos(theta0) (before: a singular solve)."""
-    from jaxrod.simulate import _initial_acceleration
+    from jaxrod.integrate.implicit import _initial_acceleration
 
     th = 0.4
     system = _released_pendulum(th)

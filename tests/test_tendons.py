@@ -40,7 +40,7 @@ from jaxrod.models.cosserat import (
     Tendon,
     solve_static_cosserat,
 )
-from jaxrod.models.cosserat.simulate import DEFAULT_SOLVER
+from jaxrod.models.cosserat.stepper import DEFAULT_SOLVER
 from jaxrod.models.cosserat.tendons import routing_derivatives
 
 L = 0.2

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrod.models.base import AbstractImplicitModel, State
-from jaxrod.simulate import ConvergenceError, simulate
+from jaxrod.integrate import AbstractImplicitModel, State
+from jaxrod.integrate import ConvergenceError, simulate
 from jaxrod.solvers.jacobian import DenseJacobianSolver
 from jaxrod.solvers.newton import NewtonSolver
 from jaxrod.timestepping import BDF2, BackwardEuler, BDFAlpha, ImplicitMidpoint, NewmarkBeta, Trapezoid

@@ -1,4 +1,4 @@
-"""Residuals and losses of a simulated :class:`~jaxrod.simulate.Trajectory` against measurements.
+"""Residuals and losses of a simulated :class:`~jaxrod.integrate.Trajectory` against measurements.
 
 Predictions are interpolated to the measurement times (4-point Lagrange, i.e. cubic, in time by
 default: error ``O(dt^4)``, so a 2 ms simulation matches 1 kHz camera frames to ~1e-7 m on a
@@ -148,7 +148,7 @@ def predict_markers(
     ``arc_lengths (K,)`` [m].
 
     Arguments:
-        traj: a :class:`~jaxrod.simulate.Trajectory` (``times (T,)``, ``positions (T, N, 3)``).
+        traj: a :class:`~jaxrod.integrate.Trajectory` (``times (T,)``, ``positions (T, N, 3)``).
         grid: ``(N,)`` reference arc lengths of the saved nodes [m] (``model.grid()`` for a Cosserat
             model); default: the arc length along the first saved frame.
 
@@ -190,7 +190,7 @@ def marker_residuals(
     """Residuals ``(predicted - measured) / scale`` of every marker coordinate.
 
     Arguments:
-        traj: simulated :class:`~jaxrod.simulate.Trajectory`.
+        traj: simulated :class:`~jaxrod.integrate.Trajectory`.
         tracks: :class:`~jaxrod.calibrate.data.MarkerTracks` (times inside the simulated interval).
         arc_lengths: ``(K,)`` [m], default ``tracks.arc_lengths``.
         grid: reference arc lengths of the trajectory's nodes [m] (see :func:`predict_markers`).

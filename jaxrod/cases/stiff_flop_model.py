@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..models.base import AbstractImplicitModel
+from ..integrate.base import AbstractImplicitModel
 from ..models.der.motion import SampledMotion
 from ..models.cosserat.loads import Samples
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
@@ -234,7 +234,7 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     data's construction) added to the data's rest tip (0, 0, 64.5 mm). Jit-able with ``t0``,
     ``n_steps``, ``n_segments`` and ``substeps`` static.
     """
-    from ..simulate import simulate, solve_static
+    from ..integrate import simulate, solve_static
     from ..timestepping import NewmarkBeta
 
     model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
@@ -251,7 +251,7 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
 def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3):
     """``(K, 3)`` tip points [m] of the static equilibria with the inputs at ``at_times (K,)`` [s]
     (TMTDyn's "Equil." study), displacement-based as :func:`predict_tip`."""
-    from ..simulate import solve_static
+    from ..integrate import solve_static
 
     model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
     rest, _ = solve_static(model, t=0.0, throw=False)

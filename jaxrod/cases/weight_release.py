@@ -60,7 +60,7 @@ import numpy as np
 
 from ..progress import activity, say
 from ..scenes import get_scene
-from ..simulate import simulate
+from ..integrate import simulate
 from ..solvers.jacobian import DenseJacobianSolver
 from ..solvers.newton import NewtonSolver
 from ..timestepping import DifferenceFormula

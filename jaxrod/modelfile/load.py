@@ -56,7 +56,7 @@ class LoadedModel:
             built-in scene) or ``"hybrid"`` (rods attached to bodies, ``jaxrod.system.hybrid``).
         model: the model (:class:`~jaxrod.system.MultibodySystem`, ``DERModel``, ``PCSModel``,
             ``HybridSystem``...).
-        state0: initial :class:`~jaxrod.models.base.State` (``None``: the model's own).
+        state0: initial :class:`~jaxrod.integrate.State` (``None``: the model's own).
         dt, duration: time step and simulated time [s]; ``n_steps`` their ratio.
         scheme: time scheme; solver: ``NewtonSolver`` or ``None`` (the default).
         static, load_steps: a static solve (``solve_static``) in ``load_steps`` increments.
@@ -95,10 +95,10 @@ class LoadedModel:
         the file's ``duration / dt``; ``options`` go to ``simulate``), or for a static file
         :func:`jaxrod.solve_static`, returning ``(state, newton_result)``."""
         if self.static:
-            from ..simulate import solve_static
+            from ..integrate import solve_static
 
             return solve_static(self.model, load_steps=self.load_steps, progress=progress, **options)
-        from ..simulate import simulate
+        from ..integrate import simulate
 
         n = self.n_steps if n_steps is None else n_steps
         options.setdefault("save_every", self.save_every if n % self.save_every == 0 else 1)

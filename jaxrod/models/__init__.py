@@ -1,2 +1,2 @@
 """Rod models. Each model package has the same shape and implements
-:class:`jaxrod.models.base.AbstractImplicitModel`; no model imports another."""
+:class:`jaxrod.integrate.AbstractImplicitModel`; no model imports another."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..models.der import DERModel, DERRod, FloorContact, RodRodContact
 from ..models.der.contact import imc_energy_derivative
-from ..simulate import simulate
+from ..integrate import simulate
 from ..solvers.newton import NewtonSolver
 from ..timestepping import BackwardEuler, ImplicitMidpoint
 from ..validation import check_int, check_nonnegative, check_positive

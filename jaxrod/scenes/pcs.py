@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.base import State
+from ..integrate.base import State
 from ..models.pcs import PCSModel, PCSRod
 from ..timestepping import NewmarkBeta
 from .scene import Scene

@@ -166,7 +166,7 @@ def pendulum_system(theta0: float, joint_damping: float):
 def pendulum_motion(theta0: float, joint_damping: float, *, dt: float, n_steps: int):
     """Simulate :func:`pendulum_system` (average vector field, Newton to 1e-12 absolute) and
     return ``(times (T,) [s], angle (T,) [rad], stats)``: the link's angle at every step."""
-    from ..simulate import simulate
+    from ..integrate import simulate
     from ..solvers.newton import NewtonSolver
 
     traj = simulate(

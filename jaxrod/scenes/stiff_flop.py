@@ -135,7 +135,7 @@ def stiff_flop_actuated(
     """
     from ..cases import stiff_flop as sf
     from ..cases import stiff_flop_model as sm
-    from ..simulate import solve_static
+    from ..integrate import solve_static
 
     rec = sf.read_recording(recording)
     times, p, load = sm.recording_inputs(rec)

@@ -40,7 +40,7 @@ class NewtonSolver(eqx.Module):
             e.g. metres and radians for a DER rod).
         max_steps: maximum number of Newton/chord iterations.
         linear_solver: how the Jacobian is built and factorised (dense, banded, coloured);
-            ``None`` (default): :func:`jaxrod.simulate.simulate` and ``solve_static`` use the
+            ``None`` (default): :func:`jaxrod.integrate.simulate` and ``solve_static`` use the
             model's structured solver (``model.default_linear_solver()``), a bare
             :func:`newton_solve` the dense one. (A default of dense silently replaced structured
             Jacobians whenever a user passed ``NewtonSolver(rtol=...)``: 40x slower on the spider.)

@@ -114,7 +114,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import normalize, parallel_transport
-from ..models.base import AbstractImplicitModel, State
+from ..integrate.base import AbstractImplicitModel, State
 from ..models.der.dynamics import DERModel
 from ..models.der.network import DERNetwork
 from ..models.pcs.dynamics import PCSModel
@@ -250,7 +250,7 @@ class HybridSystem(AbstractImplicitModel):
             or node/edge index out of range, a clamp on a network, an attachment on a node the
             rod itself fixes (or on a PCS base), a node attached twice, or inconsistent gravity.
 
-    Observed (:meth:`observe`; split a :class:`~jaxrod.simulate.Trajectory` with
+    Observed (:meth:`observe`; split a :class:`~jaxrod.integrate.Trajectory` with
     :meth:`rod_positions`, :meth:`body_positions`, :meth:`body_frames`): ``positions`` are all rod
     nodes (rod by rod) followed by the body centres of mass ``(sum N_i + n_bodies, 3)`` [m];
     ``frames`` the rods' edge material frames then the body frames (rows: the body axes).
@@ -508,7 +508,7 @@ class HybridSystem(AbstractImplicitModel):
 
     def multiplier_mask(self):
         """True on the joints' and the attachments' multipliers (see
-        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        :meth:`~jaxrod.integrate.AbstractImplicitModel.multiplier_mask`)."""
         rods = [np.zeros(s, bool) for s in self.rod_sizes]
         body = np.zeros(0, bool) if self.multibody is None else np.asarray(self.multibody.multiplier_mask())
         return np.concatenate(rods + [body, np.ones(self.n_attachment_rows, bool)])

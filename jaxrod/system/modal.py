@@ -1,6 +1,6 @@
 """Linear modal analysis of any implicit model (TMTDyn spec section 4.7).
 
-The equation of motion of an :class:`~jaxrod.models.base.AbstractImplicitModel` is its residual
+The equation of motion of an :class:`~jaxrod.integrate.AbstractImplicitModel` is its residual
 ``r(q, v, a, t) = 0``. Linearised about a configuration ``q0`` at rest (``v = a = 0``), on the free
 DOFs (those not in ``model.fixed_mask()``):
 
@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..models.base import AbstractImplicitModel, State
+from ..integrate.base import AbstractImplicitModel, State
 from ..validation import check_int, is_traced
 
 __all__ = ["ModalResult", "modal"]
@@ -109,7 +109,7 @@ class ModalResult(eqx.Module):
         equilibrium_residual: max-norm of the residual ``r(q0, 0, 0, t)`` on the free DOFs (units
             of the residual, N for DER): ~0 at an equilibrium; a large value means ``q0`` is not
             one and the linearisation ignores that constant force.
-        state: the :class:`~jaxrod.models.base.State` linearised about (velocity set to zero).
+        state: the :class:`~jaxrod.integrate.State` linearised about (velocity set to zero).
     """
 
     omega: jax.Array
@@ -148,8 +148,8 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
     solves ``K phi = omega^2 M phi`` (see the module docstring for the maths and numerics).
 
     Args:
-        model: an :class:`~jaxrod.models.base.AbstractImplicitModel` (DER rod, DER network, PCS).
-        state: the :class:`~jaxrod.models.base.State` to linearise about. Default ``None``: the
+        model: an :class:`~jaxrod.integrate.AbstractImplicitModel` (DER rod, DER network, PCS).
+        state: the :class:`~jaxrod.integrate.State` to linearise about. Default ``None``: the
             model's static equilibrium under its loads at time ``t``,
             ``jaxrod.solve_static(model, t=t)`` (raises :class:`~jaxrod.ConvergenceError` if it
             fails). A given state's velocity is ignored; its ``aux`` (e.g. DER reference frames)
@@ -181,7 +181,7 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
             "rod as a DER or PCS model"
         )
     if state is None:
-        from ..simulate import solve_static
+        from ..integrate import solve_static
 
         state, _ = solve_static(model, t=t)
     elif not isinstance(state, State):

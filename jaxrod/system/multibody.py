@@ -100,7 +100,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix, unskew
-from ..models.base import AbstractImplicitModel, State
+from ..integrate.base import AbstractImplicitModel, State
 from .bodies import RigidBody
 from .forces import ForceSet
 from .joints import AbstractJoint
@@ -148,7 +148,7 @@ class MultibodySystem(AbstractImplicitModel):
     ``body_index`` static ``((i1, i2), ...)`` with ``-1`` for the world; ``redundant_rows``
     static tuple of the dropped constraint rows (indices into the multiplier block).
 
-    Observed (:meth:`observe`, saved in :class:`~jaxrod.simulate.Trajectory`): ``positions``
+    Observed (:meth:`observe`, saved in :class:`~jaxrod.integrate.Trajectory`): ``positions``
     ``(n_bodies, 3)`` centres of mass [m]; ``frames`` ``(n_bodies, 3, 3)`` whose ROWS are the body
     axes in the world frame (``R^T``).
     """
@@ -551,7 +551,7 @@ class MultibodySystem(AbstractImplicitModel):
 
     def multiplier_mask(self):
         """``(n_coordinates,)`` True on the integrated multipliers ``mu`` (see
-        :meth:`~jaxrod.models.base.AbstractImplicitModel.multiplier_mask`)."""
+        :meth:`~jaxrod.integrate.AbstractImplicitModel.multiplier_mask`)."""
         return np.arange(self.n_coordinates) >= 6 * self.n_bodies
 
     def default_linear_solver(self):

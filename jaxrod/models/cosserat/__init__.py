@@ -9,17 +9,15 @@ from .parallel import (
     ParallelState,
     ParallelTrajectory,
     StewartGough,
-    simulate_parallel,
     solve_inverse_static,
     solve_static_parallel,
 )
 from .rod import CosseratRod
-from .simulate import (
+from .stepper import (
     DEFAULT_SOLVER,
     DEFAULT_STATIC_SOLVER,
     CosseratState,
     shooting_step,
-    simulate_cosserat,
     solve_static_cosserat,
 )
 from .tendons import FunctionRouting, HelicalRouting, Routing, SampledRouting, StraightRouting, Tendon
@@ -43,13 +41,11 @@ __all__ = [
     "ParallelState",
     "ParallelTrajectory",
     "StewartGough",
-    "simulate_parallel",
     "solve_inverse_static",
     "solve_static_parallel",
     "SampledRouting",
     "FunctionRouting",
     "Tendon",
     "shooting_step",
-    "simulate_cosserat",
     "solve_static_cosserat",
 ]

@@ -310,7 +310,7 @@ class CosseratModel(eqx.Module):
         return tens, disp
 
     def tendon_tensions(self, state, t=0.0):
-        """``(n_tendons,)`` tensions [N] of a solved :class:`~.simulate.CosseratState` at ``t`` [s]
+        """``(n_tendons,)`` tensions [N] of a solved :class:`~.stepper.CosseratState` at ``t`` [s]
         (solved ones under displacement control); over a trajectory: :meth:`tendon_histories`."""
         return self._tendon_unknowns(state.base_loads, t)[0]
 
@@ -756,6 +756,16 @@ class CosseratModel(eqx.Module):
         variables ``w (N, w_size)``, ``w_stages (N-1, n_stages, w_size)`` (the integrator's quadrature)."""
         ds = jnp.diff(jnp.asarray(self.grid()))
         return _pressure.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
+
+    def stepper(self, scheme=None, solver=None, *, fallback=False):
+        """The :class:`~jaxrod.models.cosserat.stepper.ShootingStepper` that :func:`jaxrod.simulate`
+        runs: ``scheme`` a :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2),
+        ``solver`` the shooting Newton solver (default
+        :data:`~jaxrod.models.cosserat.stepper.DEFAULT_SOLVER`). ``fallback`` is ignored (the
+        shooting solver has its own Levenberg-Marquardt fallback)."""
+        from .stepper import cosserat_stepper
+
+        return cosserat_stepper(self, scheme, solver)
 
     def frames(self, y):
         """``(N, 3, 3)`` material frames at the grid nodes, rows ``(d1, d2, d3)`` (``d3``: axis)."""

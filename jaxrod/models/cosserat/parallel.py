@@ -44,17 +44,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...geometry import rotation_matrix, unskew
-from ...simulate import (
-    ConvergenceError,
-    SolverStats,
-    Trajectory,
-    _f,
-    _is_traced,
-    check_trajectory,
-    newton_stats,
-    scan_saves,
-    validate_steps,
-)
+from ...integrate.base import AbstractStepper
+from ...integrate.loop import _f
+from ...integrate.results import ConvergenceError, Trajectory, newton_stats
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import NewtonResult, NewtonSolver, newton_solve, placeholder_factorization
 from ...timestepping import DifferenceFormula
@@ -194,7 +186,7 @@ class ParallelState(eqx.Module):
 
 
 class ParallelTrajectory(Trajectory):
-    """:class:`~jaxrod.simulate.Trajectory` of a :class:`StewartGough` run.
+    """:class:`~jaxrod.integrate.Trajectory` of a :class:`StewartGough` run.
 
     ``positions (T, 6 N + 1, 3)``: the six leg centrelines (leg by leg) and, last, the plate
     centre (so ``tip`` is ``p_e``); ``q (T, 6, N, 19)`` the leg state grids; ``frames``,
@@ -288,6 +280,11 @@ class StewartGough(eqx.Module):
         return cls(leg, base, plate, p["plate_mass_kg"], p["plate_inertia_kg_m2"], lengths, **kw)
 
     # ---- scales and layout ------------------------------------------------------------------
+    def stepper(self, scheme=None, solver=None, *, fallback=False):
+        """The :class:`ParallelStepper` that :func:`jaxrod.simulate` runs (``fallback`` ignored);
+        see :func:`parallel_stepper` for the defaults."""
+        return parallel_stepper(self, scheme, solver)
+
     @property
     def reference_length(self) -> float:
         return self.leg.rod.length
@@ -518,74 +515,77 @@ def parallel_step(robot: StewartGough, formula: DifferenceFormula, solver: Newto
     return formula.advance(carrier, gv, hist, dt), res.value, y, res
 
 
-def _run(robot, formula, solver, carry0, dt, n_saves, save_every, n_active):
-    def one_step(carry):
-        carrier, x, y, t, fac, have_fac, x_prev = carry
-        guess = jax.tree_util.tree_map(lambda a, b: 2.0 * a - b, x, x_prev)  # O(dt^2) predictor
-        carrier, x1, y, res = parallel_step(robot, formula, solver, carrier, guess, t + dt, dt, fac, have_fac)
-        if solver.reuse_jacobian:
-            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
-        return (carrier, x1, y, t + dt, fac, have_fac, x), newton_stats(res)
+class ParallelStepper(AbstractStepper):
+    """:class:`~jaxrod.integrate.base.AbstractStepper` of a :class:`StewartGough` robot: one
+    42-unknown Newton solve per step (:func:`parallel_step`), unknowns extrapolated linearly from
+    the last two steps (an O(dt^2) predictor).
 
-    def observe(carry):
-        carrier, _, y, t = carry[:4]
-        plate = carrier[0][2]
-        return t, y, plate["p"], plate["R"], plate["L"]
-
-    x0 = carry0[1]
-    fac0 = placeholder_factorization(solver, jnp.zeros(robot.n_unknowns)) if solver.reuse_jacobian else None
-    carry, outs, stats = scan_saves(one_step, observe, (*carry0, fac0, jnp.asarray(False), x0),
-                                    n_saves, save_every, n_active)
-    return carry[:4], outs, stats
-
-
-_run_jit = eqx.filter_jit(_run)
-
-
-def simulate_parallel(robot: StewartGough, *, dt, n_steps=None, duration=None, state0: ParallelState | None = None,
-                      t0: float = 0.0, scheme=None, solver: NewtonSolver | None = None, save_every: int = 1,
-                      throw: bool = True, progress=False) -> ParallelTrajectory:
-    """Integrate the robot in time (one 42-unknown Newton solve per step, ``lax.scan``).
-
-    Args:
-        dt [s], n_steps / duration [s], save_every, throw: as in :func:`jaxrod.simulate`.
-        state0: initial :class:`ParallelState`; default: static equilibrium at ``t0``, at rest.
-        scheme: :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF-alpha(-0.2), the paper's).
-        solver: default :data:`DEFAULT_SOLVER`.
-        progress: ignored (accepted for :func:`jaxrod.simulate`).
-    Returns:
-        :class:`ParallelTrajectory`.
+    Carry: ``(history carrier, unknowns, legs y, factorisation, have_factorisation, previous
+    unknowns)``. Frames: ``q`` the legs ``(6, N, 19)``, ``positions`` ``(6 N + 1, 3)`` (legs, then
+    the plate centre), ``plate_position`` ``(3,)`` [m], ``plate_rotation`` ``(3, 3)``, ``lengths``
+    ``(6,)`` [m].
     """
-    del progress
+
+    robot: StewartGough
+    formula: DifferenceFormula
+    solver: NewtonSolver
+
+    def init(self, state, t0, dt):
+        carrier = self.formula.init(state.grid_variables) if state.carrier is None else state.carrier
+        x = state.unknowns
+        fac = placeholder_factorization(self.solver, jnp.zeros(self.robot.n_unknowns)) if self.solver.reuse_jacobian else None
+        return carrier, x, state.legs, fac, jnp.asarray(False), x
+
+    def step(self, carry, t, dt):
+        carrier, x, y, fac, have_fac, x_prev = carry
+        guess = jax.tree_util.tree_map(lambda a, b: 2.0 * a - b, x, x_prev)  # O(dt^2) predictor
+        carrier, x1, y, res = parallel_step(self.robot, self.formula, self.solver, carrier, guess, t + dt, dt,
+                                            fac, have_fac)
+        if self.solver.reuse_jacobian:
+            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+        return (carrier, x1, y, fac, have_fac, x), newton_stats(res)
+
+    def observe(self, carry):
+        carrier, _, y = carry[:3]
+        plate = carrier[0][2]
+        positions = jnp.concatenate([y[..., 0:3].reshape(N_LEGS * self.robot.n_points, 3), plate["p"][None]])
+        return {"q": y, "positions": positions, "plate_position": plate["p"], "plate_rotation": plate["R"],
+                "lengths": plate["L"]}
+
+    def final(self, carry):
+        carrier, x, y = carry[:3]
+        return ParallelState(x, y, carrier[0], carrier)
+
+    def describe(self):
+        return f"{self.formula.describe()}, {self.robot.n_unknowns} unknowns"
+
+    def start_state(self, state0, t0, *, throw=True, progress=False):
+        if state0 is None:
+            state0, _ = solve_static_parallel(self.robot, t=t0, throw=throw)
+        return state0
+
+    def solve_static(self, *, state0=None, t=0.0, solver=None, load_steps=1, throw=True, progress=False):
+        if state0 is not None or int(load_steps) != 1:
+            raise ValueError("solve_static(): the parallel robot takes no state0 and load_steps=1 "
+                             "(pass guess= to solve_static_parallel)")
+        return solve_static_parallel(self.robot, t=t, solver=solver, throw=throw)
+
+    def trajectory(self, times, frames, stats, final, dt, valid):
+        return ParallelTrajectory(
+            times=times, positions=frames["positions"], frames=None, twist=None, q=frames["q"], v=None,
+            stats=stats, final=final, dt=dt, valid=valid, plate_position=frames["plate_position"],
+            plate_rotation=frames["plate_rotation"], lengths=frames["lengths"],
+        )
+
+
+def parallel_stepper(robot: StewartGough, scheme=None, solver: NewtonSolver | None = None) -> ParallelStepper:
+    """The :class:`ParallelStepper` of ``robot`` (``StewartGough.stepper``): ``scheme`` a
+    :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF-alpha(-0.2), the paper's);
+    ``solver`` default :data:`DEFAULT_SOLVER`."""
     formula = DifferenceFormula.bdf_alpha(-0.2) if scheme is None else scheme
     if not isinstance(formula, DifferenceFormula):
         if hasattr(formula, "difference_formula"):
             formula = formula.difference_formula()
         else:
             raise TypeError(f"the parallel robot needs a DifferenceFormula scheme, got {type(formula).__name__}")
-    solver = DEFAULT_SOLVER if solver is None else solver
-    n_steps, n_saves = validate_steps(dt, n_steps, duration, save_every)
-    if state0 is None:
-        state0, _ = solve_static_parallel(robot, t=t0, throw=throw)
-    carrier0 = formula.init(state0.grid_variables) if state0.carrier is None else state0.carrier
-    carry0 = (carrier0, state0.unknowns, state0.legs, _f(t0))
-    carry, outs, stats = _run_jit(robot, formula, solver, carry0, _f(dt), n_saves, save_every, jnp.asarray(n_saves))
-    carrier_f, x_f, y_f, _ = carry
-    times, ys, ps, Rs, Ls = outs
-    cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-    y_all = cat(state0.legs, ys)
-    p_all = cat(state0.plate_position, ps)
-    T, n = y_all.shape[0], robot.n_points
-    positions = jnp.concatenate([y_all[..., 0:3].reshape(T, N_LEGS * n, 3), p_all[:, None]], axis=1)
-    conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
-    traj = ParallelTrajectory(
-        times=cat(jnp.asarray(t0, dtype=times.dtype), times), positions=positions, frames=None, twist=None,
-        q=y_all, v=None, stats=SolverStats(conv, its, jacs, rn, err),
-        final=ParallelState(x_f, y_f, carrier_f[0], carrier_f), dt=jnp.asarray(dt),
-        plate_position=p_all, plate_rotation=cat(state0.plate_rotation, Rs), lengths=cat(state0.lengths, Ls),
-    )
-    traj = check_trajectory(traj, throw=throw, traced=_is_traced((robot, state0, dt, t0)), t0=t0, dt=dt)
-    mask = lambda a: jnp.where(traj.valid.reshape((-1,) + (1,) * (a.ndim - 1)), a, jnp.nan)
-    return eqx.tree_at(lambda tr: (tr.plate_position, tr.plate_rotation, tr.lengths), traj,
-                       (mask(traj.plate_position), mask(traj.plate_rotation), mask(traj.lengths)))
-
+    return ParallelStepper(robot, formula, DEFAULT_SOLVER if solver is None else solver)

@@ -29,7 +29,7 @@ from ...validation import (
     check_shape,
     is_traced,
 )
-from ..base import AbstractImplicitModel, State
+from ...integrate.base import AbstractImplicitModel, State
 from .contact import CandidatePairs, FloorContact, RodRodContact
 from .energies import bending_energy, stretching_energy, twisting_energy
 from .frames import (

@@ -3,7 +3,7 @@
 What lives here: :class:`Joint` (which limb ends are merged into which node), the host-side
 topology builder (global node/edge numbering and bending/twisting *stencils*), generalised DER
 kinematics over arbitrary stencils, and :class:`DERNetwork`, an
-:class:`~jaxrod.models.base.AbstractImplicitModel` with natural-curvature actuation
+:class:`~jaxrod.integrate.AbstractImplicitModel` with natural-curvature actuation
 (DisMech spec sections 1.8, 5.1 and 5.2).
 
 Layout
@@ -108,7 +108,7 @@ import numpy as np
 from ...geometry import dot, normalize, parallel_transport, signed_angle
 from ...solvers.jacobian import AbstractJacobianSolver, DenseJacobianSolver
 from ...validation import check_finite, check_finite_scalar, check_shape, is_traced
-from ..base import AbstractImplicitModel, State
+from ...integrate.base import AbstractImplicitModel, State
 from .contact import (
     CandidatePairs,
     FloorContact,

@@ -35,7 +35,7 @@ from ...validation import (
     check_shape,
     is_traced,
 )
-from ..base import AbstractImplicitModel, State
+from ...integrate.base import AbstractImplicitModel, State
 from .actuation import chamber_forces
 from .kinematics import (
     XI_STRAIGHT,

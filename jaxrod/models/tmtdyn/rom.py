@@ -36,7 +36,7 @@ import numpy as np
 
 from ...geometry import quat_conjugate, quat_rotate
 from ...validation import check_int
-from ..base import State
+from ...integrate.base import State
 from .section import ClampedRodModel, body_rate, unit_quaternion
 
 _EZ = np.array([0.0, 0.0, 1.0])

@@ -1,4 +1,4 @@
-"""Time loop and static solves of the shooting model (:class:`~.model.CosseratModel`).
+"""The stepper and static solves of the shooting model (:class:`~.model.CosseratModel`).
 
 Per step (Till et al. fig. 1): the history ``w^h`` of the grid variables is formed once from the
 stored past (:class:`~jaxrod.timestepping.DifferenceFormula`), the six scaled base loads are found
@@ -15,20 +15,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ...simulate import (
-    ConvergenceError,
-    SolverStats,
-    Trajectory,
-    _f,
-    _is_traced,
-    check_trajectory,
-    newton_stats,
-    run_with_progress,
-    scan_saves,
-    static_with_progress,
-    validate_steps,
-)
-from ...progress import activity, announced
+from ...integrate.base import AbstractStepper
+from ...integrate.loop import _f, static_with_progress
+from ...integrate.results import ConvergenceError, newton_stats
+from ...integrate.run import _is_traced, _static_host_loop
+from ...progress import announced
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import (
     NewtonResult,
@@ -127,7 +118,12 @@ def _static(model: CosseratModel, t, guess, solver, load_steps):
     return _static_state(model, t, G), last
 
 
+def _rest_guess(model, t):
+    return model.unknowns_from_grid(model.rest_grid(t), jnp.zeros(6))
+
+
 _static_jit = eqx.filter_jit(_static)
+_rest_guess_jit = eqx.filter_jit(_rest_guess)
 _static_increment_jit = eqx.filter_jit(_static_increment)
 _static_state_jit = eqx.filter_jit(_static_state)
 
@@ -143,24 +139,28 @@ def solve_static_cosserat(
     line per load step when there are several (they then run one compiled call each; same
     increments, same result); a string names the solve in the messages (default "static
     equilibrium"). Ignored under ``jax.jit``/``jax.vmap``/``jax.grad``.
-    Returns ``(CosseratState, NewtonResult)``; raises :class:`~jaxrod.simulate.ConvergenceError`
+    Returns ``(CosseratState, NewtonResult)``; raises :class:`~jaxrod.integrate.ConvergenceError`
     when the shooting solve fails (``throw=True``).
     """
     if int(load_steps) < 1:
         raise ValueError(f"load_steps must be >= 1, got {load_steps}")
     solver = DEFAULT_STATIC_SOLVER if solver is None else solver
     if guess is None:
-        guess = model.unknowns_from_grid(model.rest_grid(t), jnp.zeros(6))
+        guess = _rest_guess(model, t) if _is_traced((model, t)) else _rest_guess_jit(model, _f(t))
     guess = jnp.asarray(guess, dtype=float)
     if guess.shape != (model.n_unknowns,):
         raise ValueError(f"guess must have shape ({model.n_unknowns},) (the shooting unknowns), got {guess.shape}")
-    if progress and not _is_traced((model, t, guess)):
+    if not _is_traced((model, t, guess)):
+        # one compiled increment for any number of load steps, with or without progress lines
         what = progress if isinstance(progress, str) else "static equilibrium"
-        res, G = static_with_progress(
-            _static_increment_jit, (model, _f(t), solver), guess, int(load_steps), what,
-            describe=lambda r: f"scaled residual {float(r.residual_norm):.2e}",
-        )
-        state = announced(_static_state_jit, f"the state grid of {what}")(model, _f(t), G)
+        if progress:
+            res, G = static_with_progress(
+                _static_increment_jit, (model, _f(t), solver), guess, int(load_steps), what,
+                describe=lambda r: f"scaled residual {float(r.residual_norm):.2e}",
+            )
+        else:
+            res, G = _static_host_loop(_static_increment_jit, (model, _f(t), solver), guess, int(load_steps))
+        state = announced(_static_state_jit, f"the state grid of {what}", enabled=bool(progress))(model, _f(t), G)
     else:
         state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
     if throw:
@@ -196,108 +196,76 @@ def shooting_step(
     return formula.advance(carrier, w, wh, dt), res.value, y, w, res
 
 
-def _run(model, formula, solver, carry0, dt, n_saves, save_every, n_active):
-    """Compiled core; ``carry = (history carrier, scaled base loads, y grid, t)``."""
+class ShootingStepper(AbstractStepper):
+    """:class:`~jaxrod.integrate.base.AbstractStepper` of a :class:`CosseratModel`: one
+    :func:`shooting_step` per step, the base loads extrapolated linearly from the last two steps
+    (an O(dt^2) initial guess instead of O(dt)).
 
-    def one_step(carry):
-        carrier, G, y, t, fac, have_fac, G_prev = carry
-        # linear extrapolation of the base loads: an O(dt^2) initial guess instead of O(dt)
-        guess = 2.0 * G - G_prev
-        carrier, G1, y, w, res = shooting_step(model, formula, solver, carrier, guess, t + dt, dt, fac, have_fac)
-        if solver.reuse_jacobian:
-            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
-        return (carrier, G1, y, t + dt, fac, have_fac, G), newton_stats(res)
-
-    def observe(carry):
-        carrier, G, y, t = carry[:4]
-        return t, y, carrier[0][0], G
-
-    fac0 = placeholder_factorization(solver, carry0[1]) if solver.reuse_jacobian else None
-    carry, outs, stats = scan_saves(
-        one_step, observe, (*carry0, fac0, jnp.asarray(False), carry0[1]), n_saves, save_every, n_active
-    )
-    return carry[:4], outs, stats
-
-
-_run_jit = eqx.filter_jit(_run)
-
-
-def simulate_cosserat(
-    model: CosseratModel, *, dt, n_steps=None, duration=None, state0: CosseratState | None = None,
-    t0: float = 0.0, scheme=None, solver: NewtonSolver | None = None, save_every: int = 1,
-    throw: bool = True, progress=False,
-) -> Trajectory:
-    """Integrate a :class:`CosseratModel` in time (called by :func:`jaxrod.simulate`).
-
-    Args:
-        dt: time step [s]; n_steps / duration [s]: run length.
-        state0: initial :class:`CosseratState`; default: static equilibrium at ``t0`` (loads at
-            ``t0``, so a load released at ``t0`` shapes the initial state), at rest (in 4 load
-            increments when a tendon is displacement-controlled or has friction).
-        scheme: :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2), or
-            ``BackwardEuler()`` / ``BDFAlpha(alpha)``.
-        solver: shooting :class:`NewtonSolver` (default :data:`DEFAULT_SOLVER`: tolerance 1e-10 on
-            the scaled base loads, Levenberg-Marquardt fallback).
-        save_every, throw, progress: as in :func:`jaxrod.simulate`.
-
-    Returns:
-        :class:`~jaxrod.simulate.Trajectory`: ``positions (T, N, 3)``, ``frames (T, N, 3, 3)``
-        (rows ``d1, d2, d3`` at every grid node), ``q = (T, N, 19)`` state grids ``[p, h, n, m,
-        q, w]`` (``n``, ``m`` global), ``v = (T, N, 12)`` grids ``[q, w, v, u]``; ``final`` is a
-        :class:`CosseratState` to continue from.
+    Carry: ``(history carrier, scaled base loads G, state grid y, factorisation,
+    have_factorisation, previous G)``. Frames: ``q`` the state grid ``(N, 19)`` ``[p, h, n, m, q, w]``,
+    ``v`` the grid ``(N, 12)`` ``[q, w, v, u]``, ``positions`` ``(N, 3)``, ``frames`` ``(N, 3, 3)``.
     """
-    if not isinstance(model, CosseratModel):
-        raise TypeError(f"simulate() got an unsupported model type {type(model).__name__}")
-    formula = _as_formula(scheme)
-    solver = DEFAULT_SOLVER if solver is None else solver
-    n_steps, n_saves = validate_steps(dt, n_steps, duration, save_every)
-    report = bool(progress) and not _is_traced((model, state0, dt, t0, formula))
-    if state0 is None:
-        # a prescribed tendon length makes the first Newton step from the straight rest guess
-        # overshoot under large loads (measured: NaN for the tendon-robot-step scene in one
-        # increment, 4 iterations per increment in 4)
-        state0, _ = solve_static_cosserat(
-            model, t=t0, throw=throw, progress=report and "static equilibrium at t0 (initial state)",
-            load_steps=4 if model._length_tendons() else 1,
-        )
-    traced = _is_traced((model, state0, dt, t0, formula))
-    if state0.carrier is not None and not (
-        isinstance(state0.carrier, tuple) and isinstance(state0.carrier[0], tuple) and len(state0.carrier[0]) == 2
-    ):
-        raise ValueError(
-            "state0.carrier must be a history carrier over CosseratState.grid_variables = (w, w_stages), "
-            "e.g. formula.init(state.grid_variables) or Trajectory.final.carrier; got one over "
-            f"{type(state0.carrier[0]).__name__ if isinstance(state0.carrier, tuple) else type(state0.carrier).__name__}"
-        )
-    carrier0 = formula.init(state0.grid_variables) if state0.carrier is None else state0.carrier
-    carry0 = (carrier0, state0.base_loads, state0.y, _f(t0))
 
-    if not progress or traced:
-        carry, outs, stats = _run_jit(model, formula, solver, carry0, _f(dt), n_saves, save_every, jnp.asarray(n_saves))
-    else:
-        run = announced(_run_jit, f"the time loop ({formula.describe()}, {model.n_unknowns} shooting unknowns)")
+    model: CosseratModel
+    formula: DifferenceFormula
+    solver: NewtonSolver
 
-        def run_chunk(c, t, chunk, n_act):
-            return run(model, formula, solver, (*c[:3], t), _f(dt), chunk, save_every, n_act)
+    def init(self, state, t0, dt):
+        carrier = self.formula.init(state.grid_variables) if state.carrier is None else state.carrier
+        G = state.base_loads
+        fac = placeholder_factorization(self.solver, G) if self.solver.reuse_jacobian else None
+        return carrier, G, state.y, fac, jnp.asarray(False), G
 
-        carry, outs, stats = run_with_progress(run_chunk, carry0, n_saves, save_every, n_steps, t0, dt, progress)
+    def step(self, carry, t, dt):
+        carrier, G, y, fac, have_fac, G_prev = carry
+        guess = 2.0 * G - G_prev
+        carrier, G1, y, _, res = shooting_step(self.model, self.formula, self.solver, carrier, guess, t + dt, dt,
+                                               fac, have_fac)
+        if self.solver.reuse_jacobian:
+            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+        return (carrier, G1, y, fac, have_fac, G), newton_stats(res)
 
-    carrier_f, G_f, y_f, _ = carry
-    # cold, the eager array operations below compile dozens of small programs (seconds)
-    with activity("assembling the trajectory", enabled=report):
-        times, ys, ws, Gs = outs
-        cat = lambda first, rest: jnp.concatenate([jnp.asarray(first)[None], rest])
-        y_all = cat(state0.y, ys)
-        conv, its, jacs, rn, err = (s.reshape(-1) for s in stats)
-        traj = Trajectory(
-            times=cat(jnp.asarray(t0, dtype=times.dtype), times),
-            positions=y_all[..., 0:3],
-            frames=jax.vmap(model.frames)(y_all),
-            twist=None,
-            q=y_all,
-            v=cat(state0.w, ws),
-            stats=SolverStats(conv, its, jacs, rn, err),
-            final=CosseratState(y_f, carrier_f[0][0], G_f, carrier_f, carrier_f[0][1]),
-            dt=jnp.asarray(dt),
-        )
-        return check_trajectory(traj, throw=throw, traced=traced, t0=t0, dt=dt)
+    def observe(self, carry):
+        carrier, _, y = carry[:3]
+        return {"q": y, "v": carrier[0][0], "positions": y[:, 0:3], "frames": self.model.frames(y)}
+
+    def final(self, carry):
+        carrier, G, y = carry[:3]
+        return CosseratState(y, carrier[0][0], G, carrier, carrier[0][1])
+
+    def describe(self):
+        return f"{self.formula.describe()}, {self.model.n_unknowns} shooting unknowns"
+
+    def start_state(self, state0, t0, *, throw=True, progress=False):
+        if state0 is None:
+            # a prescribed tendon length makes the first Newton step from the straight rest guess
+            # overshoot under large loads (measured: NaN for the tendon-robot-step scene in one
+            # increment, 4 iterations per increment in 4)
+            state0, _ = solve_static_cosserat(
+                self.model, t=t0, throw=throw, progress=progress and "static equilibrium at t0 (initial state)",
+                load_steps=4 if self.model._length_tendons() else 1,
+            )
+        if state0.carrier is not None and not (
+            isinstance(state0.carrier, tuple) and isinstance(state0.carrier[0], tuple) and len(state0.carrier[0]) == 2
+        ):
+            raise ValueError(
+                "state0.carrier must be a history carrier over CosseratState.grid_variables = (w, w_stages), "
+                "e.g. formula.init(state.grid_variables) or Trajectory.final.carrier; got one over "
+                f"{type(state0.carrier[0]).__name__ if isinstance(state0.carrier, tuple) else type(state0.carrier).__name__}"
+            )
+        state0.grid_variables  # noqa: B018  (raises a clear error when w_stages is missing)
+        return state0
+
+    def solve_static(self, *, state0=None, t=0.0, solver=None, load_steps=1, throw=True, progress=False):
+        if state0 is not None:
+            raise ValueError("solve_static(): shooting models take no state0 (pass guess= to solve_static_cosserat)")
+        return solve_static_cosserat(self.model, t=t, solver=solver, load_steps=load_steps, throw=throw,
+                                     progress=progress)
+
+
+def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | None = None) -> ShootingStepper:
+    """The :class:`ShootingStepper` of ``model`` (``CosseratModel.stepper``): ``scheme`` a
+    :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2) or ``BackwardEuler()`` /
+    ``BDFAlpha(alpha)``; ``solver`` default :data:`DEFAULT_SOLVER` (tolerance 1e-10 on the scaled
+    base loads, Levenberg-Marquardt fallback)."""
+    return ShootingStepper(model, _as_formula(scheme), DEFAULT_SOLVER if solver is None else solver)

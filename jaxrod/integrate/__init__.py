@@ -1,0 +1,25 @@
+"""Time integration, written once for every model: the stepper interface (:mod:`.base`), the
+implicit stepper (:mod:`.implicit`), the loops (:mod:`.loop`), the results (:mod:`.results`) and the
+entry points (:mod:`.run`)."""
+
+from .base import AbstractImplicitModel, AbstractStepper, State
+from .implicit import ImplicitStepper, fallback_ladder, implicit_step
+from .results import ConvergenceError, FallbackWarning, SolverStats, Trajectory, convergence_errors
+from .run import simulate, simulate_adaptive, solve_static
+
+__all__ = [
+    "AbstractImplicitModel",
+    "AbstractStepper",
+    "ConvergenceError",
+    "FallbackWarning",
+    "ImplicitStepper",
+    "SolverStats",
+    "State",
+    "Trajectory",
+    "convergence_errors",
+    "fallback_ladder",
+    "implicit_step",
+    "simulate",
+    "simulate_adaptive",
+    "solve_static",
+]

@@ -1,0 +1,274 @@
+"""The stepper of implicit models: one Newton solve of the scheme's residual per step
+(:func:`implicit_step`), the consistent initial history, and the fallback ladder that retries a
+failed step with backward Euler (:func:`fallback_ladder`)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
+from ..timestepping import AbstractScheme, AverageVectorField, BackwardEuler, ImplicitMidpoint, NewmarkBeta
+from .base import AbstractImplicitModel, AbstractStepper, State
+from .results import newton_stats
+
+#: the Newton settings of a time step when the caller gives none: chord steps reusing the
+#: factorisation while they contract, converged to 1e-9 in the unknowns (metres/radians for rods)
+DEFAULT_SOLVER = NewtonSolver(linear_solver=None, reuse_jacobian=True, rtol=1e-9, atol=1e-9)
+
+def _with_model_solver(model, solver: NewtonSolver) -> NewtonSolver:
+    if solver.linear_solver is None:
+        return eqx.tree_at(
+            lambda s: s.linear_solver, solver, model.default_linear_solver(), is_leaf=lambda x: x is None
+        )
+    return solver
+
+
+def implicit_step(
+    model: AbstractImplicitModel, scheme: AbstractScheme, solver: NewtonSolver, hist, aux, t, dt,
+    factorization=None, have_factorization=False,
+):
+    """Advance one step of size ``dt`` [s] from time ``t`` [s].
+
+    Returns ``(hist, aux, NewtonResult)``; the unknown of the Newton solve is ``q_{n+1}``, with
+    prescribed DOFs substituted so that their Jacobian rows are the identity. With
+    ``solver.reuse_jacobian`` the previous step's ``NewtonResult.factorization`` can be passed in.
+    """
+    solver = _with_model_solver(model, solver)
+    fixed = model.fixed_mask()
+    qb = model.prescribed(t + dt)
+
+    def residual(q_next, _):
+        q_sub = jnp.where(fixed, qb, q_next)
+        r = model.end_of_step_residual(q_sub, scheme.residual(model, q_sub, hist, t, dt, aux), t + dt, aux)
+        return jnp.where(fixed, q_next - qb, r)
+
+    def step_limit(q_next, dq):
+        # velocities are affine in q_next for every scheme: dv from two stage evaluations
+        qs, vs, _, _ = scheme.stage(jnp.where(fixed, qb, q_next), hist, dt)
+        qs1, vs1, _, _ = scheme.stage(jnp.where(fixed, qb, q_next + dq), hist, dt)
+        return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
+
+    guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
+    result = newton_solve(
+        residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,
+        step_limit=step_limit,
+    )
+    q1 = jnp.where(fixed, qb, result.value)
+    return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result
+
+
+def _initial_acceleration(model, q, v, aux, t, solver):
+    fixed = model.fixed_mask()
+
+    def residual(a, _):
+        return jnp.where(fixed, a, model.acceleration_residual(q, v, a, t, aux))
+
+    return newton_solve(residual, jnp.zeros_like(q), None, solver).value
+
+
+def _initial_history(model, scheme, solver, state, t0, dt):
+    """Scheme history at ``t0``; solves for the initial acceleration only if the scheme needs it."""
+    a0 = (
+        _initial_acceleration(model, state.q, state.v, state.aux, t0, solver)
+        if scheme.needs_acceleration
+        else jnp.zeros_like(state.q)
+    )
+    return scheme.init(state.q, state.v, a0, dt)
+
+
+
+class _Switched(AbstractScheme):
+    """``primary`` or ``fallback`` chosen by a traced flag: one traced residual serves both (the
+    schemes' stage formulas are cheap; the model residual is evaluated once at the selected point).
+    Both schemes must keep the history ``(q, v, a)``; the fallback's Newton guess is ``q_n``."""
+
+    primary: AbstractScheme
+    fallback: AbstractScheme
+    use_fallback: jax.Array
+
+    def _pick(self, a, b):
+        return jax.tree_util.tree_map(lambda x, y: jnp.where(self.use_fallback, y, x), a, b)
+
+    def init(self, q0, v0, a0, dt):
+        return self.primary.init(q0, v0, a0, dt)
+
+    def stage(self, q_next, hist, dt):
+        return self._pick(self.primary.stage(q_next, hist, dt), self.fallback.stage(q_next, hist, dt))
+
+    def advance(self, q_next, hist, dt):
+        return self._pick(self.primary.advance(q_next, hist, dt), self.fallback.advance(q_next, hist, dt))
+
+    def residual(self, model, q_next, hist, t, dt, aux):
+        if all(type(s).residual is AbstractScheme.residual for s in (self.primary, self.fallback)):
+            # both evaluate the model at their stage point: pick the point, trace the model once
+            # (a cond over two residuals doubled the compile time of every default run)
+            return AbstractScheme.residual(self, model, q_next, hist, t, dt, aux)
+        if isinstance(self.primary, AverageVectorField) and isinstance(self.fallback, BackwardEuler):
+            # backward Euler is the average with every point moved to the step's end: one trace
+            _, vs, acc, _ = self.stage(q_next, hist, dt)
+            s = jnp.where(self.use_fallback, 1.0, jnp.asarray(self.primary.points()[0]))
+            return self.primary.averaged_residual(model, hist[0], q_next, vs, acc, t, dt, aux, s)
+        return jax.lax.cond(
+            self.use_fallback,
+            lambda: self.fallback.residual(model, q_next, hist, t, dt, aux),
+            lambda: self.primary.residual(model, q_next, hist, t, dt, aux),
+        )
+
+    def predict(self, hist, dt):
+        # a retry starts from the current configuration: the scheme's extrapolation may be what
+        # failed (measured: Newmark on the pcs-cfrp scene, a0 ~ 1e10 makes q + dt^2 a0/2 useless)
+        return jnp.where(self.use_fallback, hist[0], self.primary.predict(hist, dt))
+
+
+def fallback_ladder(scheme):
+    """Attempts for one step as ``(use backward Euler, step divisor)``, tried in order until one
+    converges (static). Only one-step schemes with the history ``(q, v, a)`` have a fallback:
+    ``AverageVectorField``/``ImplicitMidpoint``/``NewmarkBeta`` -> backward Euler at ``dt`` -> two
+    backward-Euler steps of ``dt/2``; ``BackwardEuler`` -> two steps of ``dt/2``."""
+    if isinstance(scheme, BackwardEuler):
+        # the first attempt is the scheme itself, with its own predictor (the retries start from q_n)
+        return ((False, 1), (True, 2))
+    if isinstance(scheme, (AverageVectorField, ImplicitMidpoint, NewmarkBeta)):
+        return ((False, 1), (True, 1), (True, 2))
+    return ((False, 1),)
+
+
+def _step_with_fallback(model, scheme, solver, hist, aux, t, dt, fac, have_fac, ladder):
+    """One step of ``dt`` with the fallback ladder (see :func:`fallback_ladder`).
+
+    A fixed number of attempt slots (enough for each level to fail once) runs in a ``lax.scan``;
+    a slot after success is skipped by ``lax.cond``, so a step that converges at once costs one
+    solve, and reverse-mode differentiation works (no data-dependent loop). Accepted sub-steps are
+    kept when a later one fails; the step fails when the slots or levels run out.
+    Returns ``(hist, aux, fac, have_fac, stats)`` with the stats of :func:`scan_saves` plus the
+    fallback level used.
+    """
+    use_be = jnp.asarray([u for u, _ in ladder])
+    frac_of = jnp.asarray([1.0 / d for _, d in ladder], dtype=jnp.result_type(float))
+    n_slots = sum(d for _, d in ladder)
+    n_levels = len(ladder)
+    be = BackwardEuler()
+    dtype = jnp.result_type(float)
+
+    def slot(c, _):
+        def attempt(c):
+            hist, aux, frac, level, done, ok, fac, have_fac, its, jacs, rn, err = c
+            sch = _Switched(scheme, be, use_be[level])
+            # sub-steps are 1, 1/2 (, ...) of dt: the done fraction stays exact in binary
+            h_frac = jnp.minimum(frac_of[level], 1.0 - frac)
+            hist1, aux1, res = implicit_step(model, sch, solver, hist, aux, t + frac * dt, h_frac * dt, fac, have_fac)
+            conv = res.converged
+            pick = lambda new, old: jax.tree_util.tree_map(lambda x, y: jnp.where(conv, x, y), new, old)
+            hist, aux = pick(hist1, hist), pick(aux1, aux)
+            frac = jnp.where(conv, frac + h_frac, frac)
+            finished = conv & (frac >= 1.0)
+            give_up = ~conv & (level + 1 >= n_levels)
+            level = jnp.where(conv, level, jnp.minimum(level + 1, n_levels - 1))
+            if solver.reuse_jacobian:
+                fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+            return (hist, aux, frac, level, finished | give_up, finished, fac, have_fac,
+                    its + res.iterations.astype(jnp.int32), jacs + res.jacobians.astype(jnp.int32),
+                    res.residual_norm, res.error_estimate)
+
+        return jax.lax.cond(c[4], lambda c: c, attempt, c), None
+
+    c0 = (hist, aux, jnp.asarray(0.0, dtype), jnp.asarray(0), jnp.asarray(False), jnp.asarray(False), fac,
+          jnp.asarray(have_fac), jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.asarray(jnp.nan, dtype),
+          jnp.asarray(jnp.nan, dtype))
+    c, _ = jax.lax.scan(slot, c0, None, length=n_slots)
+    hist, aux, _, level, _, ok, fac, have_fac, its, jacs, rn, err = c
+    used = level.astype(jnp.int32)
+    if solver.reuse_jacobian:
+        # a factorisation of the fallback (other scheme or step) would only mislead the next chord steps
+        have_fac = have_fac & (level == 0)
+    return hist, aux, fac, have_fac, (ok, its, jacs, rn, err, used)
+
+
+class ImplicitStepper(AbstractStepper):
+    """:class:`~jaxrod.integrate.base.AbstractStepper` of an
+    :class:`~jaxrod.integrate.base.AbstractImplicitModel`: one :func:`implicit_step` per step.
+
+    Carry: ``(scheme history, aux, factorisation, have_factorisation)``. ``ladder`` is the part of
+    :func:`fallback_ladder` compiled into :meth:`step` (``((False, 1),)``: the scheme alone); the
+    loop calls :meth:`retry` (the rest of the ladder, a separate program compiled only when a
+    step has failed) otherwise.
+    """
+
+    model: AbstractImplicitModel
+    scheme: AbstractScheme
+    solver: NewtonSolver
+    ladder: tuple = eqx.field(static=True, default=((False, 1),))
+
+    @classmethod
+    def build(cls, model, scheme=None, solver=None, *, fallback=False):
+        from ..validation import resolve_scheme
+
+        scheme = resolve_scheme(scheme)
+        scheme = AverageVectorField() if scheme is None else scheme
+        solver = _with_model_solver(model, DEFAULT_SOLVER if solver is None else solver)
+        ladder = fallback_ladder(scheme) if fallback else ((False, 1),)
+        return cls(model, scheme, solver, ladder)
+
+    def init(self, state, t0, dt):
+        hist0 = _initial_history(self.model, self.scheme, self.solver, state, t0, dt)
+        q_flat = jnp.ravel(self.scheme.current(hist0)[0])
+        fac = placeholder_factorization(self.solver, q_flat) if self.solver.reuse_jacobian else None
+        return hist0, state.aux, fac, jnp.asarray(False)
+
+    def _attempt(self, carry, t, dt, ladder):
+        hist, aux, fac, have_fac = carry
+        if len(ladder) == 1 and ladder[0] == (False, 1):
+            hist, aux, res = implicit_step(self.model, self.scheme, self.solver, hist, aux, t, dt, fac, have_fac)
+            if self.solver.reuse_jacobian:
+                fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+            stats = newton_stats(res) + (jnp.asarray(0, jnp.int32),)
+        else:
+            hist, aux, fac, have_fac, stats = _step_with_fallback(
+                self.model, self.scheme, self.solver, hist, aux, t, dt, fac, have_fac, ladder
+            )
+        return (hist, aux, fac, have_fac), stats
+
+    def step(self, carry, t, dt):
+        return self._attempt(carry, t, dt, self.ladder)
+
+    def start_state(self, state0, t0, *, throw=True, progress=False):
+        if state0 is not None:
+            return state0
+        try:
+            # compiled: eager set-up (frames by parallel transport, ...) costs a program per call
+            return _initial_state_jit(self.model)
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError):
+            return self.model.initial_state()
+
+    def describe(self):
+        return f"{type(self.model).__name__}, {type(self.scheme).__name__}"
+
+    def solve_static(self, **kwargs):
+        from .run import solve_static_implicit
+
+        return solve_static_implicit(self.model, **kwargs)
+
+    def can_retry(self):
+        return len(fallback_ladder(self.scheme)) > 1 and len(self.ladder) == 1
+
+    def retry(self, carry, t, dt):
+        full = fallback_ladder(self.scheme)
+        if len(full) == 1 or len(self.ladder) > 1:
+            return None
+        carry, stats = self._attempt(carry, t, dt, full[1:])
+        # levels count from the requested scheme (level 0, the attempt that failed)
+        return carry, stats[:5] + (stats[5] + 1,)
+
+    def observe(self, carry):
+        hist, aux = carry[0], carry[1]
+        q, v = self.scheme.current(hist)
+        return {"q": q, "v": v, **self.model.observe(q, v, aux)}
+
+    def final(self, carry):
+        return State(*self.scheme.current(carry[0]), carry[1])
+
+
+_initial_state_jit = eqx.filter_jit(lambda model: model.initial_state())

@@ -234,14 +234,7 @@ class ImplicitStepper(AbstractStepper):
         return self._attempt(carry, t, dt, self.ladder)
 
     def start_state(self, state0, t0, *, throw=True, progress=False):
-        if state0 is not None:
-            return state0
-        try:
-            # compiled: eager set-up (frames by parallel transport, ...) costs a program per call
-            return _initial_state_jit(self.model)
-        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError):
-            return self.model.initial_state()
+        return initial_state(self.model) if state0 is None else state0
 
     def describe(self):
         return f"{type(self.model).__name__}, {type(self.scheme).__name__}"
@@ -269,6 +262,18 @@ class ImplicitStepper(AbstractStepper):
 
     def final(self, carry):
         return State(*self.scheme.current(carry[0]), carry[1])
+
+
+def initial_state(model):
+    """``model.initial_state()``, compiled when it can be: eager set-up (reference frames by
+    parallel transport, ...) would otherwise compile a small program per call."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(model)):
+        return model.initial_state()
+    try:
+        return _initial_state_jit(model)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+            jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError):
+        return model.initial_state()
 
 
 _initial_state_jit = eqx.filter_jit(lambda model: model.initial_state())

@@ -181,7 +181,7 @@ def static_with_progress(increment, args, x0, load_steps, what, *, describe, str
     DER and the shooting statics; their compiled path is a ``lax.scan`` over the same increment).
 
     ``increment(*args, x, s, scaled) -> (x, NewtonResult)`` (a jitted function) solves at load
-    factor ``s`` from ``x`` (``scaled``: the model's loads are scaled, i.e. ``load_steps > 1``);
+    factor ``s`` from ``x`` (``scaled``: always True here, so that any number of load steps shares one program);
     ``what`` names the solve in the messages; ``describe(result)`` adds to a load step's line.
     Returns ``(NewtonResult of the last increment with converged over all of them, x)``.
     """
@@ -191,7 +191,7 @@ def static_with_progress(increment, args, x0, load_steps, what, *, describe, str
     ok, x, res, paced = True, x0, None, None
     with activity(f"solving {what}", stream=stream) as phase:
         for k in range(1, load_steps + 1):
-            x, res = call(*args, x, _f(k / load_steps), scaled)
+            x, res = call(*args, x, _f(k / load_steps), True)  # one program for any load_steps
             jax.block_until_ready(x)
             conv = bool(res.converged)
             ok = ok and conv
@@ -329,8 +329,8 @@ def run_steps(stepper, state, *, t0, dt, n_steps, save_every, progress=False, wh
                 jnp.asarray(save_every, jnp.int32), size,
             )
             k, nf, failed_h = int(k), int(nf), bool(failed)
-            st = [np.array(x[:k]) for x in st]
-            frames.append(jax.tree_util.tree_map(lambda x: np.asarray(x[:nf]), fr))
+            st = [np.array(np.asarray(x)[:k]) for x in st]
+            frames.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[:nf], fr))
             if failed_h and retry:
                 out = _retry_once(stepper, carry, t, dtf, report)
                 if out is not None and bool(out[1][0]):

@@ -36,7 +36,7 @@ from ..solvers.newton import NewtonSolver, newton_solve
 from ..timestepping import AbstractScheme, BackwardEuler
 from ..validation import check_finite_scalar, check_int, resolve_scheme
 from .base import AbstractImplicitModel, State
-from .implicit import _initial_history, _with_model_solver, fallback_ladder, implicit_step
+from .implicit import _initial_history, initial_state, _with_model_solver, fallback_ladder, implicit_step
 from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, static_with_progress, validate_steps
 from .results import (
     ConvergenceError,
@@ -245,7 +245,10 @@ def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=
     if solver is None:
         solver = NewtonSolver(linear_solver=None, max_steps=100)
     load_steps = check_int("load_steps", load_steps, min=1)
-    state = model.initial_state() if state0 is None else state0
+    if load_steps > 1 and not hasattr(model, "with_load_factor"):
+        raise ValueError(f"load_steps = {load_steps}: {type(model).__name__} cannot scale its loads "
+                         "(no with_load_factor); use load_steps=1")
+    state = initial_state(model) if state0 is None else state0
     solver = _with_model_solver(model, solver)
     if not _is_traced((model, state, t)):
         x0 = _static_start_jit(model, state, _f(t))
@@ -273,10 +276,9 @@ def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=
 def _static_host_loop(increment, args, x0, load_steps):
     """The increments of a static solve called one by one (one compiled increment for any number
     of load steps); stops at the first that fails. Returns ``(NewtonResult, x)`` like :func:`_static`."""
-    scaled = load_steps > 1
     ok, x, res = True, x0, None
     for k in range(1, load_steps + 1):
-        x, res = increment(*args, x, _f(k / load_steps), scaled)
+        x, res = increment(*args, x, _f(k / load_steps), True)
         if not bool(res.converged):
             ok = False
             break
@@ -297,7 +299,9 @@ def _static_increment(model, state, t, solver, q, s, scaled):
     """One load increment at load factor ``s`` from ``q``: ``(q, NewtonResult)``."""
     fixed = model.fixed_mask()
     qb = model.prescribed(t)
-    m = model.with_load_factor(s) if scaled else model
+    # with_load_factor(1.0) is the model itself: scaling whenever the model can keeps one program
+    # for any number of load steps
+    m = model.with_load_factor(s) if (scaled and hasattr(model, "with_load_factor")) else model
 
     def residual(qn, _):
         q_sub = jnp.where(fixed, qb, qn)

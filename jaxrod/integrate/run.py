@@ -36,12 +36,13 @@ from ..solvers.newton import NewtonSolver, newton_solve
 from ..timestepping import AbstractScheme, BackwardEuler
 from ..validation import check_finite_scalar, check_int, resolve_scheme
 from .base import AbstractImplicitModel, State
-from .implicit import _initial_history, initial_state, _with_model_solver, fallback_ladder, implicit_step
+from .implicit import _initial_history, _with_model_solver, implicit_step, initial_state
 from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, static_with_progress, validate_steps
 from .results import (
     ConvergenceError,
     FallbackWarning,
     SolverStats,
+    Trajectory,
     _failure_report,
     _raise_in_program,
     _valid_frames,

@@ -189,6 +189,8 @@ def read_recording(name_or_path) -> Recording:
             except ValueError:
                 col = next(h for h, x in zip(header, row) if not _is_number(x))
                 raise ValueError(f"{path}:{line}: column {col!r} is not a number") from None
+    if not rows:
+        raise ValueError(f"{path}: no data rows after the header (a truncated file? see the data README)")
     data = np.asarray(rows, dtype=float)
     col = {h: i for i, h in enumerate(header)}
 

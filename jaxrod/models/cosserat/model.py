@@ -217,6 +217,8 @@ class CosseratModel(eqx.Module):
                 f"segments must be in [1, n_points - 1 = {int(self.n_points) - 1}], got segments={self.segments}"
             )
         grid = self.grid()  # raises if point loads cannot get distinct grid nodes
+        if self.section_radius is not None:
+            check_positive("section_radius", self.section_radius, "m")
         if self.tendons:
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             check_positive("section_radius", radius, "m")

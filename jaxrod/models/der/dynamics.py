@@ -22,6 +22,8 @@ import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ...validation import (
+    check_positive,
+    check_type,
     check_finite,
     check_finite_scalar,
     check_int_sequence,
@@ -174,7 +176,11 @@ class DERModel(AbstractImplicitModel):
         at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
         the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
         beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
+        check_type("rod", rod, DERRod, "DERRod (e.g. DERRod.straight(...))")
         check_finite_scalar("load_factor", load_factor)
+        if section_radius is not None:
+            check_finite_scalar("section_radius", section_radius, "m")
+            check_positive("section_radius", section_radius, "m")
         if q0 is not None:
             check_shape("q0", q0, (rod.n_nodes, 4))
             check_polyline("q0 (node positions)", q0)

@@ -314,6 +314,9 @@ class PCSModel(AbstractImplicitModel):
         check_shape("base_position", self.base_position, (3,))
         check_finite("base_position", self.base_position)
         check_finite_scalar("load_factor", self.load_factor)
+        if self.section_radius is not None:
+            check_finite_scalar("section_radius", self.section_radius, "m")
+            check_positive("section_radius", self.section_radius, "m")
         check_int("n_quad", self.n_quad, min=1)
         check_int("points_per_segment", self.points_per_segment, min=1)
         check_shape("gravity", self.gravity, (3,))

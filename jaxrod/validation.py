@@ -43,6 +43,18 @@ def as_floats(name: str, value, unit: str = ""):
         raise TypeError(f"{name}{u} must be a number or an array of numbers, got {_describe(value)}{note}") from None
 
 
+def check_file(name: str, path, what: str = "a file") -> None:
+    """``path`` must be an existing regular file: a one-line ``IsADirectoryError`` for a directory
+    (not reported as missing) and ``FileNotFoundError`` for a missing path, naming ``name``."""
+    import os
+
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise IsADirectoryError(f"{name} = {p!r} is a directory; expected {what}")
+    if not os.path.isfile(p):
+        raise FileNotFoundError(f"{name} = {p!r}: no such file (expected {what})")
+
+
 def check_type(name: str, value, cls, what: str | None = None) -> None:
     """``value`` must be an instance of ``cls`` (a class or a tuple of classes); ``what``: how to
     name the allowed type(s) in the message (default: the class names)."""

@@ -65,6 +65,17 @@ def check_type(name: str, value, cls, what: str | None = None) -> None:
         raise TypeError(f"{name} must be a {what}, got {_describe(value)}")
 
 
+def one_or_many(value) -> tuple:
+    """A tuple from a list/tuple (or another iterable) of elements, or from ONE element (an object
+    where a list is expected: ``tendons=Tendon(...)``), taken as a one-element list. Usable as an
+    ``equinox`` field converter; the elements' types are checked by the caller."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__") or hasattr(value, "__jax_array__"):
+        return (value,)
+    if isinstance(value, np.ndarray) or isinstance(value, jax.Array):
+        return (value,)
+    return tuple(value)
+
+
 def as_tuple(name: str, value, cls) -> tuple:
     """A tuple from ``value``: a single ``cls`` instance is taken as a one-element sequence, a
     list/tuple as it is; every element must be a ``cls`` (``TypeError`` naming ``name[i]``)."""

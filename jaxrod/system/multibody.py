@@ -103,6 +103,7 @@ from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, ro
 from ..integrate.base import AbstractImplicitModel, State
 from .bodies import RigidBody
 from .forces import ForceSet
+from ..validation import one_or_many
 from .joints import AbstractJoint, PrescribedAngle, PrescribedDisplacement
 from .structure import multibody_linear_solver
 
@@ -166,7 +167,7 @@ class MultibodySystem(AbstractImplicitModel):
     redundant_rows: tuple = eqx.field(static=True)
 
     def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=(), redundant="drop"):
-        bodies, joints = tuple(bodies), tuple(joints)
+        bodies, joints = one_or_many(bodies), one_or_many(joints)
         if not bodies:
             raise ValueError("MultibodySystem.bodies must contain at least one RigidBody, got none")
         for b in bodies:

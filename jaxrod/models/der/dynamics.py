@@ -22,6 +22,7 @@ import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ...validation import (
+    one_or_many,
     check_positive,
     check_type,
     check_finite,
@@ -460,7 +461,7 @@ class DERModel(AbstractImplicitModel):
 def _check_der_tendons(tendons, rod: DERRod, section_radius):
     from ..cosserat.tendons import check_tendons, check_tension_controlled
 
-    tendons = tuple(tendons)
+    tendons = one_or_many(tendons)
     check_tension_controlled(tendons, "DER")
     if tendons and not is_traced(rod.rest_lengths):
         s_node = np.asarray(node_arclengths(rod.rest_lengths))
@@ -472,7 +473,7 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
 def _check_der_chambers(chambers, rod: DERRod, section_radius):
     from ..cosserat.pressure import check_chambers
 
-    chambers = tuple(chambers)
+    chambers = one_or_many(chambers)
     check_chambers(chambers, rod.radius if section_radius is None else section_radius, pressure_only="DER")
     return chambers
 

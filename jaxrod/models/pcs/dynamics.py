@@ -26,6 +26,7 @@ import numpy as np
 
 from ...solvers.jacobian import DenseJacobianSolver
 from ...validation import (
+    one_or_many,
     check_finite,
     check_finite_scalar,
     check_int,
@@ -304,8 +305,8 @@ class PCSModel(AbstractImplicitModel):
     points_per_segment: int = eqx.field(static=True, default=8)
     jacobian: str = eqx.field(static=True, default="autodiff")
     tip_body: TipBody | None = None
-    chambers: tuple = ()
-    tendons: tuple = ()
+    chambers: tuple = eqx.field(converter=one_or_many, default=())
+    tendons: tuple = eqx.field(converter=one_or_many, default=())
     section_radius: jax.Array | None = None
 
     def __check_init__(self):

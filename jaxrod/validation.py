@@ -21,6 +21,12 @@ UNIT_STRING_NOTE = (
 )
 
 
+class NotANumberError(TypeError, ValueError):
+    """A number was expected (raised by :func:`as_floats`): a ``TypeError``, and a ``ValueError``
+    as NumPy's conversion error was, so callers (the command line) that catch ``ValueError`` still
+    report it as a user error."""
+
+
 def _has_str(value) -> bool:
     if isinstance(value, (str, bytes)):
         return True
@@ -40,7 +46,7 @@ def as_floats(name: str, value, unit: str = ""):
     except (TypeError, ValueError):
         u = f" [{unit}]" if unit else ""
         note = f"; {UNIT_STRING_NOTE}" if _has_str(value) else ""
-        raise TypeError(f"{name}{u} must be a number or an array of numbers, got {_describe(value)}{note}") from None
+        raise NotANumberError(f"{name}{u} must be a number or an array of numbers, got {_describe(value)}{note}") from None
 
 
 def check_file(name: str, path, what: str = "a file") -> None:

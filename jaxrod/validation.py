@@ -82,20 +82,6 @@ def one_or_many(value) -> tuple:
     return tuple(value)
 
 
-def as_tuple(name: str, value, cls) -> tuple:
-    """A tuple from ``value``: a single ``cls`` instance is taken as a one-element sequence, a
-    list/tuple as it is; every element must be a ``cls`` (``TypeError`` naming ``name[i]``)."""
-    if isinstance(value, cls):
-        return (value,)
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
-        raise TypeError(f"{name} must be a {names} or a list of them, got {_describe(value)}")
-    out = tuple(value)
-    for i, v in enumerate(out):
-        check_type(f"{name}[{i}]", v, cls)
-    return out
-
-
 def check_positive(name: str, value, unit: str = "") -> None:
     """``value`` (scalar or array) must be finite and > 0."""
     if is_traced(value):

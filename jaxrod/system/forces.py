@@ -70,6 +70,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import rotation_matrix
+from ..validation import one_or_many
 from .bodies import RigidBody, _check_vector, _f64
 from .joints import Revolute, _check_bodies, _frame_from_axis as _frame
 
@@ -466,7 +467,7 @@ class ForceSet(eqx.Module):
     def __init__(self, forces, bodies):
         from .multibody import _group_joints  # grouping is shared with the joints (import cycle)
 
-        forces, names = tuple(forces), [b.name for b in bodies]
+        forces, names = one_or_many(forces), [b.name for b in bodies]
         index = {n: i for i, n in enumerate(names)}
         ends, anchors, frames = [], [], []
         for k, el in enumerate(forces):

@@ -4,6 +4,9 @@ Usage::
 
     python benchmarks/baselines.py            # print both tables, write benchmarks/results/baselines.json
     python benchmarks/baselines.py --no-write # print only
+    python benchmarks/baselines.py --paper-model  # first simulate the UNFITTED Table-2 model on README's
+                                                  # windows (minutes), written to
+                                                  # benchmarks/results/stiff_flop_paper_model.json
 
 What is computed (:mod:`jaxrod.cases.real_data_baselines`; NumPy only, a few seconds): on
 STIFF-FLOP, the rest tip, the mean training tip and the pressure-only linear map ``tip = W [p, 1]``,
@@ -31,6 +34,44 @@ if ROOT not in sys.path:
 from jaxrod.cases import real_data_baselines as rb  # noqa: E402
 
 RESULT = os.path.join(ROOT, "benchmarks", "results", "baselines.json")
+PAPER = os.path.join(ROOT, "benchmarks", "results", "stiff_flop_paper_model.json")
+
+
+def run_paper_model(path=PAPER, segments=3):
+    """Simulate the unfitted model (paper Table 2: E 205 kPa, G = E/3, our chosen mu 200 Pa s; the
+    fit's starting point ``stiff_flop_model.INITIAL``) on every window of README's table with the
+    calibration's own evaluation (``stiff_flop_calibration.evaluate_all``) and store the rows."""
+    import time
+
+    from jaxrod.cases import stiff_flop_calibration as cal
+    from jaxrod.cases import stiff_flop_model as sm
+
+    w = time.perf_counter()
+    table, _ = cal.evaluate_all(dict(sm.INITIAL), segments)
+    out = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "command": "python benchmarks/baselines.py --paper-model",
+        "values": dict(sm.INITIAL),
+        "segments": segments,
+        "wall_s": time.perf_counter() - w,
+        "table": table,
+    }
+    with open(path, "w") as fh:
+        json.dump(out, fh, indent=1)
+        fh.write("\n")
+    print(f"wrote {path}")
+    return out
+
+
+def _paper_rows(path=PAPER):
+    """``{(kind, recording, window): mm}`` of the stored unfitted-model run, or ``{}``."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as fh:
+        t = json.load(fh)["table"]
+    return {(r["kind"], r["recording"], r["window"]): r["err_mm"] for r in t}
 
 
 def _git_commit() -> str:
@@ -48,7 +89,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true", help="print the tables only")
     ap.add_argument("--out", default=RESULT, help=f"JSON written (default {os.path.relpath(RESULT, ROOT)})")
+    ap.add_argument("--paper-model", action="store_true",
+                    help="first simulate the unfitted Table-2 model on README's windows (minutes)")
     args = ap.parse_args(argv)
+    if args.paper_model:
+        run_paper_model()
     result = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git_commit(),
@@ -58,6 +103,11 @@ def main(argv=None) -> int:
     }
     try:
         sfb = rb.stiff_flop_baselines()
+        paper = _paper_rows()
+        for r in sfb["rows"]:
+            r["paper_model_mm"] = paper.get((r["kind"], r["recording"], r["window"]))
+        sfb["paper_model_source"] = (os.path.relpath(PAPER, ROOT) + " (python benchmarks/baselines.py --paper-model)"
+                                     if paper else None)
     except FileNotFoundError as exc:
         print(f"STIFF-FLOP skipped: {exc}", file=sys.stderr)
         sfb = None

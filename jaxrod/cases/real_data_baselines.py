@@ -167,14 +167,18 @@ def _winner(r):
 
 
 def format_stiff_flop(res: dict) -> str:
-    """Markdown table of :func:`stiff_flop_baselines` (mm, TMTDyn's metric)."""
+    """Markdown table of :func:`stiff_flop_baselines` (mm, TMTDyn's metric); rows that carry
+    ``paper_model_mm`` (the unfitted Table-2 model, simulated elsewhere) get that column too."""
+    paper = any(r.get("paper_model_mm") is not None for r in res["rows"])
     lines = ["| study | recording | window | split | n | rest tip | constant (train mean) | linear map p->tip "
-             "| our model (README) | lower | TMTDyn published |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             + ("| paper model, unfitted " if paper else "")
+             + "| our model (README) | lower | TMTDyn published |",
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if paper else "")]
     for r in res["rows"]:
         lines.append(f"| {r['kind']} | {r['recording']} | {r['window']} | {r['split']} | {r['n']} | "
                      f"{r['rest_tip_mm']:.2f} | {r['constant_mm']:.2f} | {r['linear_map_mm']:.2f} | "
-                     f"{_f(r['model_mm'])} | {_winner(r)} | {r['published']} |")
+                     + (f"{_f(r.get('paper_model_mm'))} | " if paper else "")
+                     + f"{_f(r['model_mm'])} | {_winner(r)} | {r['published']} |")
     return "\n".join(lines)
 
 

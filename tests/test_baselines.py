@@ -130,3 +130,14 @@ def test_soft_limb_matches_committed_json():
                 assert v == pytest.approx(b[k], abs=1e-6), k
     assert round(now["rows"][0]["chord_own_mm"], 2) == 1.56
     assert round(now["rows"][0]["chord_mean_mm"], 2) == 1.06
+
+
+def test_quoted_model_numbers_match_readme():
+    """The benchmark quotes our model's errors from README (not re-run): they must be README's."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for (kind, rec, window), mm in rb.STIFF_FLOP_MODEL_README.items():
+        row = f"| {kind} | {rec} | {window} |"
+        line = next((ln for ln in readme.splitlines() if ln.startswith(row)), None)
+        assert line is not None, row
+        assert line.split("|")[5].strip().startswith(f"{mm:.2f} "), (row, line)
+    assert f"mean {rb.LIMB_MODEL_README:.2f} mm" in readme

@@ -66,12 +66,17 @@ def run_paper_model(path=PAPER, segments=3):
 
 
 def _paper_rows(path=PAPER):
-    """``{(kind, recording, window): mm}`` of the stored unfitted-model run, or ``{}``."""
+    """``{(kind, recording, window or split): mm}`` of the stored unfitted-model run, or ``{}``."""
     if not os.path.isfile(path):
         return {}
     with open(path) as fh:
         t = json.load(fh)["table"]
-    return {(r["kind"], r["recording"], r["window"]): r["err_mm"] for r in t}
+    return {_key(r): r["err_mm"] for r in t}
+
+
+def _key(r):
+    """Rows matched by window (dynamic) or by split (static: the labels differ)."""
+    return (r["kind"], r["recording"], r["window"] if r["kind"] == "dynamic" else r["split"])
 
 
 def _git_commit() -> str:
@@ -105,7 +110,7 @@ def main(argv=None) -> int:
         sfb = rb.stiff_flop_baselines()
         paper = _paper_rows()
         for r in sfb["rows"]:
-            r["paper_model_mm"] = paper.get((r["kind"], r["recording"], r["window"]))
+            r["paper_model_mm"] = paper.get(_key(r))
         sfb["paper_model_source"] = (os.path.relpath(PAPER, ROOT) + " (python benchmarks/baselines.py --paper-model)"
                                      if paper else None)
     except FileNotFoundError as exc:

@@ -141,3 +141,15 @@ def test_quoted_model_numbers_match_readme():
         assert line is not None, row
         assert line.split("|")[5].strip().startswith(f"{mm:.2f} "), (row, line)
     assert f"mean {rb.LIMB_MODEL_README:.2f} mm" in readme
+
+
+def test_readme_paper_model_column_matches_recorded_run():
+    """README's "paper model, unfitted" column is the recorded run
+    benchmarks/results/stiff_flop_paper_model.json (``benchmarks/baselines.py --paper-model``)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    run = json.loads((RESULT.parent / "stiff_flop_paper_model.json").read_text())
+    assert len(run["table"]) == len(rb.STIFF_FLOP_MODEL_README) == 8
+    for (kind, rec, window), r in zip(rb.STIFF_FLOP_MODEL_README, run["table"]):
+        assert (r["kind"], r["recording"]) == (kind, rec)
+        line = next(ln for ln in readme.splitlines() if ln.startswith(f"| {kind} | {rec} | {window} |"))
+        assert line.split("|")[8].strip() == f"{r['err_mm']:.2f}", line

@@ -20,7 +20,8 @@ from jaxrod.cases import real_data_baselines as rb
 from jaxrod.cases import stiff_flop as sf
 
 RESULT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "baselines.json"
-no_stiff_flop = pytest.mark.skipif(sf.find_data_dir() is None, reason="STIFF-FLOP data not found (shared/data/stiff-flop)")
+no_stiff_flop = pytest.mark.skipif(sf.find_data_dir() is None,
+                                   reason="STIFF-FLOP data not found (shared/data/stiff-flop)")
 
 
 def test_linear_map_recovers_a_linear_system():

@@ -763,11 +763,12 @@ class CosseratModel(eqx.Module):
         """The :class:`~jaxrod.models.cosserat.stepper.ShootingStepper` that :func:`jaxrod.simulate`
         runs: ``scheme`` a :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2),
         ``solver`` the shooting Newton solver (default
-        :data:`~jaxrod.models.cosserat.stepper.DEFAULT_SOLVER`). ``fallback`` is ignored (the
-        shooting solver has its own Levenberg-Marquardt fallback)."""
+        :data:`~jaxrod.models.cosserat.stepper.DEFAULT_SOLVER`). ``fallback``: compile the
+        solver's Levenberg-Marquardt fallback into every step (otherwise it runs only as a retry
+        of a failed step; see :func:`~jaxrod.models.cosserat.stepper.cosserat_stepper`)."""
         from .stepper import cosserat_stepper
 
-        return cosserat_stepper(self, scheme, solver)
+        return cosserat_stepper(self, scheme, solver, fallback=fallback)
 
     def frames(self, y):
         """``(N, 3, 3)`` material frames at the grid nodes, rows ``(d1, d2, d3)`` (``d3``: axis)."""

@@ -11,6 +11,8 @@ by reverse-mode ``scan``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -209,6 +211,7 @@ class ShootingStepper(AbstractStepper):
     model: CosseratModel
     formula: DifferenceFormula
     solver: NewtonSolver
+    rescue: NewtonSolver | None = None
 
     def init(self, state, t0, dt):
         carrier = self.formula.init(state.grid_variables) if state.carrier is None else state.carrier
@@ -216,14 +219,27 @@ class ShootingStepper(AbstractStepper):
         fac = placeholder_factorization(self.solver, G) if self.solver.reuse_jacobian else None
         return carrier, G, state.y, fac, jnp.asarray(False), G
 
-    def step(self, carry, t, dt):
+    def _step(self, carry, t, dt, solver):
         carrier, G, y, fac, have_fac, G_prev = carry
         guess = 2.0 * G - G_prev
-        carrier, G1, y, _, res = shooting_step(self.model, self.formula, self.solver, carrier, guess, t + dt, dt,
+        carrier, G1, y, _, res = shooting_step(self.model, self.formula, solver, carrier, guess, t + dt, dt,
                                                fac, have_fac)
-        if self.solver.reuse_jacobian:
+        if solver.reuse_jacobian:
             fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
         return (carrier, G1, y, fac, have_fac, G), newton_stats(res)
+
+    def step(self, carry, t, dt):
+        return self._step(carry, t, dt, self.solver)
+
+    def can_retry(self):
+        return self.rescue is not None
+
+    def retry(self, carry, t, dt):
+        """The same step with the Levenberg-Marquardt rescue of the caller's solver (compiled only
+        after a step has failed: it roughly doubles the traced step)."""
+        if self.rescue is None:
+            return None
+        return self._step(carry, t, dt, self.rescue)
 
     def observe(self, carry):
         carrier, _, y = carry[:3]
@@ -263,9 +279,19 @@ class ShootingStepper(AbstractStepper):
                                      progress=progress)
 
 
-def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | None = None) -> ShootingStepper:
+def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | None = None, *,
+                     fallback: bool = False) -> ShootingStepper:
     """The :class:`ShootingStepper` of ``model`` (``CosseratModel.stepper``): ``scheme`` a
     :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2) or ``BackwardEuler()`` /
     ``BDFAlpha(alpha)``; ``solver`` default :data:`DEFAULT_SOLVER` (tolerance 1e-10 on the scaled
-    base loads, Levenberg-Marquardt fallback)."""
-    return ShootingStepper(model, _as_formula(scheme), DEFAULT_SOLVER if solver is None else solver)
+    base loads, Levenberg-Marquardt fallback).
+
+    A solver's Levenberg-Marquardt fallback is compiled into every step only with ``fallback``
+    (what :func:`jaxrod.simulate` asks for under ``jit``/``grad``); otherwise the steps run plain
+    Newton and :meth:`ShootingStepper.retry` repeats a failed step with the fallback, a program
+    compiled only when a step has failed. Either way a step gets the same answer."""
+    solver = DEFAULT_SOLVER if solver is None else solver
+    if solver.fallback is None or fallback:
+        return ShootingStepper(model, _as_formula(scheme), solver)
+    plain = dataclasses.replace(solver, fallback=None)  # a static field: not reachable by tree_at
+    return ShootingStepper(model, _as_formula(scheme), plain, solver)

@@ -820,12 +820,12 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
 
 
 def plot_modes(result, path=None, *, modes=6, amplitude=0.15, title=None, dpi=110, model=None, edges=None):
-    """Mode shapes of a :class:`~jaxrod.system.modal.ModalResult` (:func:`jaxrod.modal`): one 3-D
+    """Mode shapes of a :class:`~jaxrod.analysis.ModalResult` (:func:`jaxrod.modal`): one 3-D
     panel per mode with the linearisation shape (dashed) and the shape displaced by plus and minus
     the mode (solid and faint), frequency in the panel title.
 
     Args:
-        result: the :class:`~jaxrod.system.modal.ModalResult`.
+        result: the :class:`~jaxrod.analysis.ModalResult`.
         path: optional file to save the figure to.
         modes: number of lowest modes drawn (an integer >= 1; at most ``result.n_modes``), or a
             sequence of mode indices.

@@ -85,7 +85,7 @@ Redundancy is decided at the assembly configuration; a mechanism that passes thr
 configuration (a four-bar's dead point) changes rank there and is not handled.
 
 :func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
-modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
+modes to the motions the joints allow; see :mod:`jaxrod.analysis.modal`).
 """
 
 from __future__ import annotations

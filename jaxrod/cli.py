@@ -506,8 +506,10 @@ def _cmd_calibrate(args, out):
         except FileNotFoundError as e:
             raise CLIError(str(e)) from None
     else:
+        from .datasets.soft_limb import resolve_data_path
+
         try:
-            args.data = str(soft_limb.resolve_data_path(args.data))
+            args.data = str(resolve_data_path(args.data))
         except FileNotFoundError as e:
             raise CLIError(str(e)) from None
         soft_limb.run_from_args(args)

@@ -51,6 +51,7 @@ and what force it took.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Callable, ClassVar
 
 import equinox as eqx
@@ -509,3 +510,25 @@ class PrescribedAngle(_AxisJoint):
     def constraint(self, P1, P2, F1, F2, t):
         e = self.trajectory(t) - Revolute.angle(F1, F2)
         return jnp.arctan2(jnp.sin(e), jnp.cos(e))[None]
+
+
+def _group_joints(joints):
+    """Joints of the same type and static configuration stacked into one Module each (array
+    fields with a leading joint axis), so the residual traces one vmapped evaluation per type.
+
+    Returns ``(groups, members)``: the stacked joints and, for each, the indices of its joints."""
+    keyed = {}
+    for k, j in enumerate(joints):
+        # body names only select anchors; dropping them lets joints between different bodies share a group
+        n = dataclasses.replace(j, body1=None, body2="_")
+        dyn, static = eqx.partition(n, eqx.is_array)
+        key = (type(j), jax.tree_util.tree_structure(dyn), static)
+        keyed.setdefault(key, (static, [], []))
+        keyed[key][1].append(dyn)
+        keyed[key][2].append(k)
+    groups, members = [], []
+    for static, dyns, idx in keyed.values():
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *dyns)
+        groups.append(eqx.combine(stacked, static))
+        members.append(tuple(idx))
+    return tuple(groups), tuple(members)

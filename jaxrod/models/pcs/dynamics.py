@@ -37,10 +37,12 @@ from ...validation import (
 )
 from ...integrate.base import AbstractImplicitModel, State
 from .actuation import chamber_forces
+from .cmtm import cmtm_generalized_forces
 from .actuation import tendon_forces as pcs_tendon_forces
 from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
+    _gauss_legendre,
     ad,
     expA_inv,
     forward_kinematics,
@@ -210,11 +212,6 @@ class TipBody(eqx.Module):
         return jnp.concatenate([top, bottom], axis=0)
 
 
-def _gauss_legendre(n_quad):
-    x, w = np.polynomial.legendre.leggauss(int(n_quad))
-    return 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
-
-
 def inverse_dynamics(
     rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, tip_inertia=None, n_quad=4
 ):
@@ -380,8 +377,6 @@ class PCSModel(AbstractImplicitModel):
     def generalized_forces(self, q, v, a):
         """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench included)."""
         if self.jacobian == "cmtm":
-            from .cmtm import cmtm_generalized_forces
-
             return cmtm_generalized_forces(self, q, v, a)
         return self._generalized_forces_autodiff(q, v, a)
 

@@ -68,9 +68,8 @@ import numpy as np
 # paper Table 2 and the recordings
 from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average
 from ..integrate.base import AbstractImplicitModel
-from ..signals import Samples
-from ..models.der.motion import SampledMotion
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
+from ..signals import SampledMotion, Samples
 from ..timestepping import NewmarkBeta
 from ..validation import check_int
 from .scene import Scene

@@ -7,10 +7,11 @@
   (:mod:`jaxrod.analysis.modal`).
 """
 
+from ..signals import SampledTrajectory
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
 from .forces import AbstractForce, Damper, ForceSet, JointTorque, PDController, PointForce, Spring, TorsionDamper, TorsionSpring  # noqa: E501,I001
-from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, SampledTrajectory, Universal
+from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, Universal
 from .multibody import BodyFrames, MultibodySystem
 from .multibody import RedundantConstraintWarning
 

@@ -41,7 +41,8 @@ from .frames import (
     transport_directors,
     update_frames,
 )
-from .motion import MIN_AXIS_COSINE, ClampMotion, interp_linear
+from ...signals import interp_linear
+from .motion import MIN_AXIS_COSINE, ClampMotion
 from .rod import DERRod
 from .actuation import node_arclengths, tendon_length
 

@@ -266,7 +266,15 @@ def _is_model_file(name):
     """A path ending in .toml, an existing file, or the name of a shipped example model file
     (checked on disk: nothing is imported)."""
     examples = os.path.join(os.path.dirname(__file__), "modelfile", "examples")
-    return name.endswith(".toml") or os.path.isfile(name) or os.path.isfile(os.path.join(examples, name + ".toml"))
+    return (name.endswith(".toml") or os.path.isfile(name) or os.path.isfile(os.path.join(examples, name + ".toml"))
+            or (os.sep in name and os.path.isdir(name)))  # a path to a directory: reported as one
+
+
+def _note_rounding(duration, dt, n_steps, out):
+    """A ``note`` line when ``duration`` is not a whole number of steps ``dt`` (it is rounded)."""
+    if abs(n_steps * dt - duration) > 1e-9 * max(abs(duration), dt):
+        print(f"note      duration {duration:g} s is not a whole number of steps of dt = {dt:g} s "
+              f"({duration / dt:.6g}): rounded to {n_steps} steps = {n_steps * dt:g} s", file=out, flush=True)
 
 
 def _load_model_file(args):
@@ -309,6 +317,7 @@ def _cmd_simulate_system(loaded, args, out, err):
     print(f"bodies    {len(loaded.body_names)} ({', '.join(loaded.body_names)})", file=out)
     print(f"time      dt = {loaded.dt:g} s, duration = {n_steps * loaded.dt:g} s, {n_steps} steps, "
           f"scheme {_scheme_name(loaded.scheme)}, saving every {args.save_every}", file=out, flush=True)
+    _note_rounding(loaded.duration, loaded.dt, n_steps, out)
     t0 = time.perf_counter()
     traj = simulate(loaded.model, dt=loaded.dt, n_steps=n_steps, scheme=loaded.scheme, save_every=args.save_every,
                     solver=loaded.solver, state0=loaded.state0, progress=not args.no_progress)
@@ -398,6 +407,7 @@ def _cmd_simulate(args, out, err):
     print(f"nodes     {n}", file=out)
     print(f"time      dt = {dt:g} s, duration = {n_steps * dt:g} s, {n_steps} steps, "
           f"scheme {_scheme_name(scheme)}, saving every {args.save_every}", file=out, flush=True)
+    _note_rounding(duration, dt, n_steps, out)
 
     t0 = time.perf_counter()
     import warnings

@@ -14,11 +14,79 @@ def is_traced(x) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
 
 
+#: Numbers in Python are plain SI values: a unit string (``mass="1 kg"``) is refused with this
+#: note, naming the parameter; unit strings are parsed in model files (:mod:`jaxrod.modelfile`) only.
+UNIT_STRING_NOTE = (
+    "unit strings such as '1 kg' are read in model files only; in Python give the number in SI units"
+)
+
+
+class NotANumberError(TypeError, ValueError):
+    """A number was expected (raised by :func:`as_floats`): a ``TypeError``, and a ``ValueError``
+    as NumPy's conversion error was, so callers (the command line) that catch ``ValueError`` still
+    report it as a user error."""
+
+
+def _has_str(value) -> bool:
+    if isinstance(value, (str, bytes)):
+        return True
+    return isinstance(value, (list, tuple)) and any(_has_str(v) for v in value)
+
+
+def as_floats(name: str, value, unit: str = ""):
+    """``np.asarray(value, dtype=float)`` for a concrete ``value`` (``value`` itself when traced),
+    or a ``TypeError`` naming the parameter ``name`` (a string, e.g. ``"1 kg"``: see
+    :data:`UNIT_STRING_NOTE`; ``None``, an object or a ragged list)."""
+    if is_traced(value):
+        return value
+    try:
+        if _has_str(value):
+            raise ValueError
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        u = f" [{unit}]" if unit else ""
+        note = f"; {UNIT_STRING_NOTE}" if _has_str(value) else ""
+        raise NotANumberError(f"{name}{u} must be a number or an array of numbers, got {_describe(value)}{note}") from None
+
+
+def check_file(name: str, path, what: str = "a file") -> None:
+    """``path`` must be an existing regular file: a one-line ``IsADirectoryError`` for a directory
+    (not reported as missing) and ``FileNotFoundError`` for a missing path, naming ``name``."""
+    import os
+
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise IsADirectoryError(f"{name} = {p!r} is a directory; expected {what}")
+    if not os.path.isfile(p):
+        raise FileNotFoundError(f"{name} = {p!r}: no such file (expected {what})")
+
+
+def check_type(name: str, value, cls, what: str | None = None) -> None:
+    """``value`` must be an instance of ``cls`` (a class or a tuple of classes); ``what``: how to
+    name the allowed type(s) in the message (default: the class names)."""
+    if not isinstance(value, cls):
+        if what is None:
+            names = [c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,))]
+            what = " or ".join(names)
+        raise TypeError(f"{name} must be a {what}, got {_describe(value)}")
+
+
+def one_or_many(value) -> tuple:
+    """A tuple from a list/tuple (or another iterable) of elements, or from ONE element (an object
+    where a list is expected: ``tendons=Tendon(...)``), taken as a one-element list. Usable as an
+    ``equinox`` field converter; the elements' types are checked by the caller."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__") or hasattr(value, "__jax_array__"):
+        return (value,)
+    if isinstance(value, np.ndarray) or isinstance(value, jax.Array):
+        return (value,)
+    return tuple(value)
+
+
 def check_positive(name: str, value, unit: str = "") -> None:
     """``value`` (scalar or array) must be finite and > 0."""
     if is_traced(value):
         return
-    arr = np.asarray(value, dtype=float)
+    arr = as_floats(name, value, unit)
     u = f" {unit}" if unit else ""
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (allowed: > 0{u}), got {value}")
@@ -30,7 +98,7 @@ def check_nonnegative(name: str, value, unit: str = "") -> None:
     """``value`` (scalar or array) must be finite and >= 0."""
     if is_traced(value):
         return
-    arr = np.asarray(value, dtype=float)
+    arr = as_floats(name, value, unit)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         u = f" {unit}" if unit else ""
         raise ValueError(f"{name} must be finite and >= 0{u}, got {value}")
@@ -40,7 +108,7 @@ def check_range(name: str, value, lo: float, hi: float, *, lo_open=False, hi_ope
     """``value`` must be finite and in the interval (brackets as given)."""
     if is_traced(value):
         return
-    arr = np.asarray(value, dtype=float)
+    arr = as_floats(name, value)
     lo_ok = arr > lo if lo_open else arr >= lo
     hi_ok = arr < hi if hi_open else arr <= hi
     if not (np.all(np.isfinite(arr)) and np.all(lo_ok) and np.all(hi_ok)):
@@ -51,10 +119,11 @@ def check_range(name: str, value, lo: float, hi: float, *, lo_open=False, hi_ope
 def check_finite(name: str, value) -> None:
     if is_traced(value):
         return
-    arr = np.asarray(value, dtype=float)
+    arr = as_floats(name, value)
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))
-        raise ValueError(f"{name} must be finite; non-finite entries at indices {bad[:5].tolist()}")
+        got = f", got {arr.tolist()}" if arr.size <= 9 else ""
+        raise ValueError(f"{name} must be finite; non-finite entries at indices {bad[:5].tolist()}{got}")
 
 
 def check_shape(name: str, value, shape: tuple) -> None:
@@ -117,10 +186,7 @@ def check_finite_scalar(name: str, value, unit: str = "") -> None:
     check_scalar(name, value, unit)
     if is_traced(value):
         return
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {_describe(value)}") from None
+    v = float(as_floats(name, value, unit))
     if not np.isfinite(v):
         u = f" [{unit}]" if unit else ""
         raise ValueError(f"{name}{u} must be a finite number, got {value}")

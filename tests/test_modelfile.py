@@ -219,7 +219,7 @@ BAD = [
     ("syntax", PENDULUM.replace("mass = 1.0", "mass = = 1.0"), r"bad\.toml: TOML syntax error: .*line 6"),
     ("unknown key", PENDULUM.replace("position", "positon"),
      r"bad\.toml: bodies\.bob\.positon: unknown key \(did you mean 'position'\?\)"),
-    ("unknown table", PENDULUM.replace("[world]", "[wrold]"), r"bad\.toml: wrold: unknown key \(did you mean 'world'\?\)"),
+    ("unknown table", PENDULUM.replace("[world]", "[wrold]"), r"bad\.toml: wrold: unknown table \[wrold\] \(did you mean 'world'\?\)"),
     ("negative mass", PENDULUM.replace("mass = 1.0", "mass = -1"),
      r"bad\.toml: bodies\.bob\.mass: expected a positive number in kg, got -1"),
     ("shape", PENDULUM.replace("position = [0.0, 0.0, -0.5]", "position = [0.0, -0.5]"),

@@ -129,8 +129,10 @@ def test_bad_chamber_input():
         chamber((0.0, D), 1.0, Samples(jnp.array([0.0, 1.0]), jnp.array([0.0, -1.2e5])))
     with pytest.raises(ValueError, match="area"):
         Chamber((0.0, D), 0.0, pressure=1e4)
-    with pytest.raises(TypeError, match="chambers"):
-        PCSModel(rod(), chambers=[chamber((0.0, D), 1e4)])
+    # a list (or one Chamber) is taken as a tuple; an element of another type is refused
+    assert isinstance(PCSModel(rod(), chambers=[chamber((0.0, D), 1e4)]).chambers, tuple)
+    with pytest.raises(TypeError, match=r"chambers must hold Chamber objects, got str at chambers\[0\]"):
+        PCSModel(rod(), chambers=["chamber"])
     with pytest.raises(ValueError, match=r"chambers\[0\]: PCS chambers are pressure-controlled.*'volume'.*CosseratModel"):
         PCSModel(rod(), chambers=(Chamber((0.0, D), A_CAP, volume=1e-6),))
     with pytest.raises(ValueError, match=r"volume-controlled.*pressure_at needs pressure="):

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..signals import Constant, Samples
-from ..validation import check_finite, check_nonnegative, check_positive, check_shape, is_traced
+from ..validation import check_finite, check_nonnegative, check_positive, check_scalar, check_shape, is_traced
 
 _f64 = lambda x: jnp.asarray(x, dtype=float)  # noqa: E731
 
@@ -65,6 +65,8 @@ class HelicalRouting(Routing):
     phase: jax.Array = eqx.field(converter=_f64, default=0.0)
 
     def __check_init__(self):
+        for name in ("radius", "rate", "phase"):
+            check_scalar(f"HelicalRouting.{name}", getattr(self, name))
         check_nonnegative("HelicalRouting.radius", self.radius, "m")
         check_finite("HelicalRouting.rate", self.rate)
         check_finite("HelicalRouting.phase", self.phase)

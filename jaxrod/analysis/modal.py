@@ -181,9 +181,19 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
             "rod as a DER or PCS model"
         )
     if state is None:
-        from ..integrate import solve_static
+        from ..integrate import ConvergenceError, solve_static
 
-        state, _ = solve_static(model, t=t)
+        try:
+            state, _ = solve_static(model, t=t)
+        except ConvergenceError as e:
+            # the solver's advice names solve_static's options, which modal() does not take
+            msg = str(e).split("; try load_steps")[0]
+            raise ConvergenceError(
+                f"modal(): the default state, the static equilibrium at t = {t}, was not found ({msg}); solve it "
+                "yourself, e.g. state, _ = jaxrod.solve_static(model, t=t, load_steps=10), and pass "
+                "modal(model, state)",
+                step=e.step, time=e.time, residual=e.residual, members=e.members, failures=e.failures,
+            ) from None
     elif not isinstance(state, State):
         raise TypeError(f"modal(): state must be a jaxrod.State or None, got {type(state).__name__}")
     q_ref = model.initial_state().q if not is_traced(model) else None

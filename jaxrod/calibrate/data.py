@@ -45,6 +45,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from ..validation import check_file
+
 __all__ = [
     "MarkerTracks",
     "load_markers",
@@ -292,6 +294,7 @@ def load_markers_csv(
         ValueError: with the file name, row and column of the problem.
     """
     path = os.fspath(path)
+    check_file("marker data path", path, "a CSV file")
     meta: dict = {}
     rows = []
     header = None
@@ -419,6 +422,7 @@ def load_markers_npz(
         ValueError: missing keys, wrong shapes, object (pickled) arrays, bad times.
     """
     path = os.fspath(path)
+    check_file("marker data path", path, "an .npz file")
     # an .npz is a zip archive; this also refuses pickles renamed to .npz without reading them
     if not zipfile.is_zipfile(path):
         raise ValueError(
@@ -481,6 +485,7 @@ def load_markers_npz(
 
 def load_markers(path, **kw) -> MarkerTracks:
     """Load ``.csv`` or ``.npz`` marker tracks by file extension (keywords as in the loaders)."""
+    check_file("marker data path", path, "a .csv or .npz file")
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext == ".csv":
         return load_markers_csv(path, **kw)

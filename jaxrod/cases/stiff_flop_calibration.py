@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -187,14 +188,36 @@ def plot(preds, path_prefix):
     return paths
 
 
+def check_inputs(segments, max_iters=1):
+    """Validate the options and the three recordings before anything is compiled: ``ValueError``
+    (``FileNotFoundError`` for missing data) with one line naming the option, or the file read and
+    where the data directory came from, and what the calibration needs."""
+    from ..validation import check_int
+
+    check_int("--segments", segments, min=1)
+    check_int("--max-iters", max_iters, min=1)
+    for name in sf.RECORDINGS:
+        rec = sf.read_recording(name)  # where it looked is in the message when not found
+        needed = [t1 for n, _, t1, _ in DYNAMIC if n == name] + list(sf.STATIC_TIMES[name])
+        if name == TRAIN[0]:
+            needed.append(TRAIN[2])
+        end = max(needed)
+        if rec.times[-1] < end - 1e-9:
+            env = os.environ.get(sf.DATA_ENV)
+            where = f"${sf.DATA_ENV}={env}" if env else "the data directory found"
+            raise ValueError(
+                f"{rec.path}: the recording ends at {rec.times[-1]:.2f} s ({rec.times.size} rows) but the "
+                f"calibration needs it up to {end:g} s (a truncated file? read from {where})"
+            )
+
+
 def run_from_args(args, out=None):
     out = sys.stdout if out is None else out
 
     def say(msg):
         print(msg, file=out, flush=True)
 
-    if sf.find_data_dir() is None:
-        raise FileNotFoundError(f"STIFF-FLOP data not found ({sf.DATA_SOURCE})")
+    check_inputs(args.segments, args.max_iters)
     summary = {"segments": args.segments}
     if args.no_fit:
         values = dict(sm.FITTED)

@@ -60,6 +60,12 @@ def resolve_data_path(path=None) -> Path:
     to get the data when there is none."""
     if path is not None:
         path = Path(os.fspath(path))
+        if path.is_dir() and (path / DATA_RELPATH.name).is_file():
+            return path / DATA_RELPATH.name  # the directory holding the file
+        if path.is_dir():
+            raise FileNotFoundError(
+                f"soft-limb data: {path} is a directory without {DATA_RELPATH.name} (pass --data PATH to the file; {DATA_SOURCE})"
+            )
         if not path.is_file():
             raise FileNotFoundError(
                 f"soft-limb data not found: {path} (pass --data PATH to soft_limb_data.csv; {DATA_SOURCE})"

@@ -157,6 +157,11 @@ def _resolve(name_or_path) -> tuple[str, Path]:
             raise FileNotFoundError(f"STIFF-FLOP data not found: {where} ({DATA_SOURCE})")
         return name_or_path, d / f"{name_or_path}.csv"
     path = Path(os.fspath(name_or_path))
+    if path.is_dir():
+        raise FileNotFoundError(
+            f"STIFF-FLOP recording: {path} is a directory (give one of {RECORDINGS} or a CSV path; "
+            f"${DATA_ENV} names the directory of the three files)"
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"STIFF-FLOP recording not found: {path} (give one of {RECORDINGS} or a CSV path; {DATA_SOURCE})"
@@ -189,6 +194,8 @@ def read_recording(name_or_path) -> Recording:
             except ValueError:
                 col = next(h for h, x in zip(header, row) if not _is_number(x))
                 raise ValueError(f"{path}:{line}: column {col!r} is not a number") from None
+    if not rows:
+        raise ValueError(f"{path}: no data rows after the header (a truncated file? see the data README)")
     data = np.asarray(rows, dtype=float)
     col = {h: i for i, h in enumerate(header)}
 

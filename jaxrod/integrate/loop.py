@@ -29,7 +29,6 @@ import numpy as np
 
 from ..progress import activity, announced, eta, say
 from ..validation import check_int
-from .results import newton_stats  # noqa: F401  (re-exported for the steppers)
 
 #: dtypes of the per-step statistics ``(converged, iterations, jacobians, residual_norm,
 #: error_estimate, fallback_level)`` every stepper returns

@@ -131,30 +131,6 @@ def _valid_frames(converged, n_frames):
     return jnp.concatenate([jnp.ones(ok.shape[:-1] + (1,), bool), ok[..., per - 1 :: per]], axis=-1)
 
 
-def _mask_invalid(traj):
-    """Trajectory with ``valid`` set and the invalid frames' positions/frames/twist/q/v NaN, times
-    on the nominal grid (a frozen run would repeat the last converged time)."""
-    conv = traj.stats.converged
-    n_frames = traj.positions.shape[0]
-    valid = _valid_frames(conv, n_frames)
-    n_steps = conv.shape[-1]
-    per = n_steps // (n_frames - 1)
-    times = traj.times[0] + traj.dt * per * jnp.arange(n_frames, dtype=traj.times.dtype)
-
-    def mask(x):
-        if x is None:
-            return None
-        v = valid.reshape(valid.shape + (1,) * (x.ndim - 1))
-        return jnp.where(v, x, jnp.nan)
-
-    return eqx.tree_at(
-        lambda t: (t.times, t.positions, t.frames, t.twist, t.q, t.v, t.valid),
-        traj,
-        (times, mask(traj.positions), mask(traj.frames), mask(traj.twist), mask(traj.q), mask(traj.v), valid),
-        is_leaf=lambda x: x is None,
-    )
-
-
 def _failure_report(conv, rn, t0, dt):
     """:class:`ConvergenceError` for host arrays ``conv``/``rn`` of shape ``(..., n_steps)``
     (leading axes: batch members); ``None`` if every step converged."""
@@ -248,19 +224,3 @@ def convergence_errors():
         raise
     finally:
         log.disabled = was_disabled
-
-
-def check_trajectory(traj, *, throw, traced, t0, dt):
-    """Mask the frames after the first failed step (see :attr:`Trajectory.valid`), then raise
-    :class:`ConvergenceError` at the first non-converged step (``throw``; from inside the compiled
-    program when traced). Returns the trajectory."""
-    traj = _mask_invalid(traj)
-    if not throw:
-        return traj
-    if traced or _is_traced(traj.stats.converged):
-        return _raise_in_program(traj, t0, dt)
-    err = _failure_report(traj.stats.converged, traj.stats.residual_norm, t0, dt)
-    if err is not None:
-        raise err
-    return traj
-

@@ -36,16 +36,16 @@ from ..solvers.newton import NewtonSolver, newton_solve
 from ..timestepping import AbstractScheme, BackwardEuler
 from ..validation import check_finite_scalar, check_int, resolve_scheme
 from .base import AbstractImplicitModel, State
-from .implicit import _initial_history, initial_state, _with_model_solver, fallback_ladder, implicit_step
+from .implicit import _with_model_solver, initial_state
 from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, static_with_progress, validate_steps
 from .results import (
     ConvergenceError,
     FallbackWarning,
     SolverStats,
+    Trajectory,
     _failure_report,
     _raise_in_program,
     _valid_frames,
-    newton_stats,
 )
 
 
@@ -330,13 +330,6 @@ _static_jit = eqx.filter_jit(_static)
 
 
 
-_implicit_step_jit = eqx.filter_jit(implicit_step)
-_initial_history_jit = eqx.filter_jit(_initial_history)
-
-
-@eqx.filter_jit
-def _observe_jit(model, q, v, aux):
-    return model.observe(q, v, aux)["positions"]
 
 
 def simulate_adaptive(
@@ -386,33 +379,36 @@ def simulate_adaptive(
     solver = NewtonSolver(linear_solver=None, rtol=1e-9, atol=1e-9) if solver is None else solver
     if solver.reuse_jacobian:
         solver = eqx.tree_at(lambda s: s.reuse_jacobian, solver, False)
-    solver = _with_model_solver(model, solver)
-    state = model.initial_state() if state0 is None else state0
+    if not isinstance(model, AbstractImplicitModel):
+        raise TypeError(f"simulate_adaptive needs an implicit model (AbstractImplicitModel), got {type(model).__name__}: "
+                        "shooting models keep a constant step (their difference formulas assume one)")
+    # the same stepper as simulate(): the step size is an argument of its compiled step
+    stepper = model.stepper(scheme, solver)
+    state = initial_state(model) if state0 is None else state0
     report = bool(progress) and not _is_traced((model, state, dt, t0))
-    name = type(scheme).__name__
-    hist = announced(_initial_history_jit, f"the initial history of {name}", enabled=report)(
-        model, scheme, solver, state, _f(t0), _f(dt)
+    name = type(stepper.scheme).__name__
+    carry = announced(_start_adaptive_jit, f"the initial history of {name}", enabled=report)(
+        stepper, state, _f(t0), _f(dt)
     )
-    step_jit = announced(_implicit_step_jit, f"one {name} step", enabled=report)
-    aux = state.aux
+    step_jit = announced(_step_adaptive_jit, f"one {name} step", enabled=report)
     t, t_end, h = float(t0), float(t0) + float(duration), float(dt)
-    times, positions, qs, vs, steps = [t], [_observe_jit(model, state.q, state.v, aux)], [state.q], [state.v], []
+    frame = _observe_adaptive_jit(stepper, carry)
+    times, positions, qs, vs, steps = [t], [frame["positions"]], [frame["q"]], [frame["v"]], []
     stats = []
     easy = rejected = 0
     wall0 = _time.perf_counter()
     next_report = t0 + duration / 20
     while t < t_end * (1 - 1e-12):
         step = min(h, t_end - t)
-        hist1, aux1, res = step_jit(model, scheme, solver, hist, aux, _f(t), _f(step))
-        if bool(res.converged):
-            hist, aux, t = hist1, aux1, t + step
-            q, v = scheme.current(hist)
+        carry1, st, frame1 = step_jit(stepper, carry, _f(t), _f(step))
+        if bool(st[0]):
+            carry, t, frame = carry1, t + step, frame1
             times.append(t)
-            positions.append(_observe_jit(model, q, v, aux))
-            qs.append(q)
-            vs.append(v)
+            positions.append(frame["positions"])
+            qs.append(frame["q"])
+            vs.append(frame["v"])
             steps.append(step)
-            stats.append(newton_stats(res))
+            stats.append(st[:5])
             easy += 1
             if easy >= grow_after and h < dt_max:
                 h, easy = min(2 * h, float(dt_max)), 0
@@ -427,14 +423,27 @@ def simulate_adaptive(
             if throw:
                 raise ConvergenceError(
                     f"adaptive step failed at t = {t:.6g} s with the minimum step dt_min = {dt_min:g} s "
-                    f"(residual max-norm {float(res.residual_norm):.3e}); lower dt_min or loosen the tolerances"
+                    f"(residual max-norm {float(st[3]):.3e}); lower dt_min or loosen the tolerances"
                 )
             break
         h = max(0.5 * step, float(dt_min))
-    conv, its, jacs, rn, err = (jnp.asarray(np.array([s[k] for s in stats])) for k in range(5)) if stats else (
-        jnp.zeros(0, bool), jnp.zeros(0, jnp.int32), jnp.zeros(0, jnp.int32), jnp.zeros(0), jnp.zeros(0))
+    # assembled in NumPy: a jnp.stack of k frames would compile a program for every k
+    put = jax.device_put
+    dtypes = (bool, np.int32, np.int32, np.float64, np.float64)
+    conv, its, jacs, rn, err = (put(np.array([np.asarray(s[k]) for s in stats], dtype=d)) for k, d in enumerate(dtypes))
+    stack = lambda xs: put(np.stack([np.asarray(x) for x in xs]))
     return Trajectory(
-        times=jnp.asarray(times), positions=jnp.stack(positions), frames=None, twist=None,
-        q=jnp.stack(qs), v=jnp.stack(vs), stats=SolverStats(conv, its, jacs, rn, err),
-        final=State(*scheme.current(hist), aux), dt=jnp.asarray(steps),
+        times=put(np.asarray(times, dtype=np.float64)), positions=stack(positions), frames=None, twist=None,
+        q=stack(qs), v=stack(vs), stats=SolverStats(conv, its, jacs, rn, err),
+        final=stepper.final(carry), dt=put(np.asarray(steps, dtype=np.float64)),
     )
+
+
+def _step_adaptive(stepper, carry, t, dt):
+    carry, stats = stepper.step(carry, t, dt)
+    return carry, stats, stepper.observe(carry)
+
+
+_start_adaptive_jit = eqx.filter_jit(lambda stepper, state, t0, dt: stepper.init(state, t0, dt))
+_step_adaptive_jit = eqx.filter_jit(_step_adaptive)
+_observe_adaptive_jit = eqx.filter_jit(lambda stepper, carry: stepper.observe(carry))

@@ -38,6 +38,8 @@ def resolve(path) -> Path:
     p = Path(path)
     if p.is_file():
         return p
+    if p.is_dir():
+        raise ModelFileError(path, "", "is a directory, not a model file (give a .toml file in it)")
     for name in (p.name, p.name + ".toml"):
         if p.parent == Path(".") and (EXAMPLES_DIR / name).is_file():
             return EXAMPLES_DIR / name
@@ -108,6 +110,11 @@ class LoadedModel:
     def summary(self, traj):
         """The ``[output] quantities`` of a trajectory, one string each."""
         return summary_lines(self, traj)
+
+
+#: the top-level tables of a model file
+TOP_LEVEL_TABLES = ("model", "world", "bodies", "joints", "constraints", "rods", "loads", "attachments",
+                    "simulation", "output")
 
 
 def _parse(path: Path):
@@ -268,6 +275,11 @@ def load_model(path) -> LoadedModel:
     """
     path = resolve(path)
     root = _parse(path)
+    # a misspelt table ([bodys.bob], [simulaton]) is reported as itself, before its absence is
+    for key in root.keys():
+        if key not in TOP_LEVEL_TABLES:
+            raise root.error(key, f"unknown table [{key}]{closest(key, TOP_LEVEL_TABLES)}; the tables of a model "
+                                  f"file are {', '.join(TOP_LEVEL_TABLES)}")
     meta = root.table("model", {})
     name = meta.string("name", path.stem)
     description = meta.string("description", name)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import quat_to_rotation
+from ..validation import as_floats
 
 
 def _f64(x):
@@ -41,7 +42,8 @@ class RigidBody(eqx.Module):
 
     Attributes:
         name: unique name joints refer to (static).
-        mass: mass [kg], finite and > 0.
+        mass: mass [kg], finite and > 0. Numbers are SI values: a unit string (``"1 kg"``) is
+            refused naming the parameter (unit strings are read in model files only).
         inertia: ``(3, 3)`` inertia tensor about the centre of mass in the BODY frame [kg m^2]:
             symmetric positive definite, principal moments satisfying the triangle inequality
             ``I1 + I2 >= I3`` (any real mass distribution does). A ``(3,)`` input is taken as the
@@ -71,6 +73,11 @@ class RigidBody(eqx.Module):
                  torque=(0.0, 0.0, 0.0)):
         if not isinstance(name, str) or not name or name == "world":
             raise ValueError(f"RigidBody.name must be a non-empty string other than 'world', got {name!r}")
+        for field, value, unit in (("mass", mass, "kg"), ("inertia", inertia, "kg m^2"), ("position", position, "m"),
+                                   ("orientation", orientation, ""), ("velocity", velocity, "m/s"),
+                                   ("angular_velocity", angular_velocity, "rad/s"), ("force", force, "N"),
+                                   ("torque", torque, "N m")):
+            as_floats(f"RigidBody({name!r}).{field}", value, unit)  # a unit string: named, see UNIT_STRING_NOTE
         o = _concrete(orientation)
         if o is not None and (o.shape != (4,) or not np.all(np.isfinite(o)) or np.linalg.norm(o) < 1e-12):
             raise ValueError(

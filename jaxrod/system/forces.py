@@ -70,6 +70,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import rotation_matrix
+from ..validation import one_or_many
 from .bodies import RigidBody, _check_vector, _f64
 from .joints import Revolute, _check_bodies, _group_joints
 from .joints import _frame_from_axis as _frame
@@ -465,7 +466,7 @@ class ForceSet(eqx.Module):
     frames: jax.Array
 
     def __init__(self, forces, bodies):
-        forces, names = tuple(forces), [b.name for b in bodies]
+        forces, names = one_or_many(forces), [b.name for b in bodies]
         index = {n: i for i, n in enumerate(names)}
         ends, anchors, frames = [], [], []
         for k, el in enumerate(forces):

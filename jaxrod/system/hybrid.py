@@ -121,6 +121,7 @@ from ..models.pcs.dynamics import PCSModel
 from ..models.pcs.kinematics import forward_kinematics
 from ..solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ..solvers.ordering import level_layout
+from ..validation import one_or_many
 from .multibody import MultibodySystem
 from .structure import DENSE_BELOW, layout_linear_solver, multibody_graph
 
@@ -269,7 +270,8 @@ class HybridSystem(AbstractImplicitModel):
     weld_index: tuple = eqx.field(static=True)
 
     def __init__(self, rods, bodies=(), joints=(), attachments=(), gravity=(0.0, 0.0, 0.0), loads=None):
-        rods, bodies, attachments = tuple(rods), tuple(bodies), tuple(attachments)
+        rods, bodies, attachments = one_or_many(rods), one_or_many(bodies), one_or_many(attachments)
+        joints = one_or_many(joints)
         g = np.asarray(gravity, float) if not isinstance(gravity, jax.core.Tracer) else None
         if g is not None and (g.shape != (3,) or not np.all(np.isfinite(g))):
             raise ValueError(f"HybridSystem.gravity must be 3 finite numbers [m/s^2], got {np.asarray(gravity).tolist()!r}")
@@ -295,6 +297,13 @@ class HybridSystem(AbstractImplicitModel):
         names = [b.name for b in bodies]
         body_id = {n: i for i, n in enumerate(names)}
         pins, clamps, welds, used = [], [], [], {}
+        if not attachments:
+            # as the model-file loader: uncoupled rods and bodies are not a hybrid system
+            raise ValueError(
+                "HybridSystem.attachments is empty: the rods must be coupled to the bodies or the world by "
+                "RodClamp / RodPin attachments; none given (a rod alone: simulate its DERModel/PCSModel; "
+                "bodies alone: MultibodySystem)"
+            )
         for k, a in enumerate(attachments):
             owner = f"HybridSystem.attachments[{k}] ({type(a).__name__})"
             if not isinstance(a, AbstractRodAttachment):

@@ -103,7 +103,8 @@ from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, ro
 from ..integrate.base import AbstractImplicitModel, State
 from .bodies import RigidBody
 from .forces import ForceSet
-from .joints import AbstractJoint, _group_joints
+from ..validation import one_or_many
+from .joints import AbstractJoint, PrescribedAngle, PrescribedDisplacement, _group_joints
 from .structure import multibody_linear_solver
 
 
@@ -166,7 +167,7 @@ class MultibodySystem(AbstractImplicitModel):
     redundant_rows: tuple = eqx.field(static=True)
 
     def __init__(self, bodies, joints=(), gravity=(0.0, 0.0, 0.0), loads=None, forces=(), redundant="drop"):
-        bodies, joints = tuple(bodies), tuple(joints)
+        bodies, joints = one_or_many(bodies), one_or_many(joints)
         if not bodies:
             raise ValueError("MultibodySystem.bodies must contain at least one RigidBody, got none")
         for b in bodies:
@@ -282,15 +283,32 @@ class MultibodySystem(AbstractImplicitModel):
             lambda y, system: system.constraints(y[:nb], system.rotations(y[nb:], aux), 0.0)
         ))(jnp.concatenate([x0, jnp.zeros((nb, 3))]), self).reshape(self.n_constraints, 6 * nb))
         basis, dropped = np.zeros((0, 6 * nb)), []
-        for rows in self.constraint_rows():
+        # prescribed motions (drives) last: a drive implied by the other joints fights them and
+        # must not be dropped silently (the body would not follow it)
+        drives = {i for g, m in zip(self.groups, self.group_members)
+                  if isinstance(g, (PrescribedDisplacement, PrescribedAngle)) for i in m}
+        all_rows = self.constraint_rows()
+        order = [i for i in range(len(all_rows)) if i not in drives] + sorted(drives)
+        for i in order:
+            rows = all_rows[i]
             for k in range(rows.start, rows.stop):
                 r = G[k]
                 perp = r - basis.T @ (basis @ r)
                 perp = perp - basis.T @ (basis @ perp)  # twice: Gram-Schmidt loses orthogonality once
                 if np.linalg.norm(perp) > 1e-8 * max(np.linalg.norm(r), 1e-300):
                     basis = np.vstack([basis, perp / np.linalg.norm(perp)])
+                elif i in drives:
+                    j = self.joints[i]
+                    kind = "axis" if isinstance(j, PrescribedDisplacement) else "rotation axis"
+                    raise ValueError(
+                        f"MultibodySystem: joints[{i}] ({type(j).__name__}, body1={j.body1!r}, body2={j.body2!r}, "
+                        f"{kind} {np.asarray(j.axis).round(6).tolist()}) prescribes a motion the other joints "
+                        "already forbid (its row is implied by theirs), so the body could not follow it; "
+                        "prescribe a direction the joints leave free, or remove the joint that locks it"
+                    )
                 else:
                     dropped.append(k)
+        dropped.sort()
         if dropped:
             where = self.describe_rows(dropped)
             if mode == "error":

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...geometry import quat_to_rotation
-from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced
+from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced, one_or_many
 from ...actuation.chambers import check_chambers
 from ...actuation.tendons import check_tendons, section_radius_default
 from ...signals import Constant
@@ -172,16 +172,16 @@ class CosseratModel(eqx.Module):
     tip_inertia: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
     tip_com: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
     tip_mass_profile: eqx.Module = Constant()
-    point_loads: tuple = ()
+    point_loads: tuple = eqx.field(converter=one_or_many, default=())
     base_position: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))
     base_quaternion: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(1.0, 0.0, 0.0, 0.0))
     base_motion: Callable | None = eqx.field(static=True, default=None)
     segments: int = eqx.field(static=True, default=1)
-    tendons: tuple = ()
+    tendons: tuple = eqx.field(converter=one_or_many, default=())
     section_radius: jax.Array | None = eqx.field(
         converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None
     )
-    chambers: tuple = ()
+    chambers: tuple = eqx.field(converter=one_or_many, default=())
 
     def __check_init__(self):
         if not isinstance(self.rod, CosseratRod):
@@ -218,6 +218,8 @@ class CosseratModel(eqx.Module):
                 f"segments must be in [1, n_points - 1 = {int(self.n_points) - 1}], got segments={self.segments}"
             )
         grid = self.grid()  # raises if point loads cannot get distinct grid nodes
+        if self.section_radius is not None:
+            check_positive("section_radius", self.section_radius, "m")
         if self.tendons:
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
             check_positive("section_radius", radius, "m")

@@ -259,6 +259,8 @@ class StewartGough(eqx.Module):
         check_nonnegative("plate_inertia", self.plate_inertia, "kg m^2")
         check_shape("plate_force", self.plate_force, (3,))
         check_shape("plate_moment", self.plate_moment, (3,))
+        check_finite("plate_force", self.plate_force)
+        check_finite("plate_moment", self.plate_moment)
         if not isinstance(self.lengths, LegLengths):
             raise TypeError(f"lengths must be LegLengths, got {type(self.lengths).__name__}")
 

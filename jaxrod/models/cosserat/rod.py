@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...validation import (
+    as_floats,
     check_finite,
     check_nonnegative,
     check_positive,
@@ -96,15 +97,21 @@ class CosseratRod(eqx.Module):
         ``shear_modulus`` defaults to ``E / (2 (1 + poisson_ratio))``; ``drag`` [kg/m^2] and the
         damping coefficients may be scalars (isotropic) or ``(3,)``.
         """
+        check_positive("length", length, "m")
         check_positive("radius", radius, "m")
         check_positive("youngs_modulus", youngs_modulus, "Pa")
+        check_positive("density", density, "kg/m^3")
         if shear_modulus is None:
             if not (-1.0 < poisson_ratio <= 0.5):
                 raise ValueError(f"poisson_ratio must be in (-1, 0.5], got {poisson_ratio}")
             shear_modulus = youngs_modulus / (2.0 * (1.0 + poisson_ratio))
         r = jnp.asarray(radius, dtype=float)
         i = jnp.pi * r**4 / 4
-        vec = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=float), (3,))
+        def vec(name, x, unit):  # a scalar (isotropic) or (3,)
+            if not is_traced(x) and np.shape(as_floats(name, x, unit)) not in ((), (3,)):
+                raise ValueError(f"{name} [{unit}] must be a scalar or 3 numbers (local frame), got shape {np.shape(x)}")
+            return jnp.broadcast_to(jnp.asarray(x, dtype=float), (3,))
+
         return cls(
             length=float(length),
             area=jnp.pi * r**2,
@@ -112,9 +119,9 @@ class CosseratRod(eqx.Module):
             youngs_modulus=jnp.asarray(youngs_modulus, dtype=float),
             shear_modulus=jnp.asarray(shear_modulus, dtype=float),
             density=jnp.asarray(density, dtype=float),
-            drag=vec(drag),
-            damping_se=vec(damping_se),
-            damping_bt=vec(damping_bt),
+            drag=vec("drag", drag, "kg/m^2"),
+            damping_se=vec("damping_se", damping_se, "N s"),
+            damping_bt=vec("damping_bt", damping_bt, "N m^2 s"),
             v_star=jnp.array([0.0, 0.0, 1.0]),
             u_star=jnp.asarray(u_star, dtype=float),
         )

@@ -22,6 +22,9 @@ import numpy as np
 
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ...validation import (
+    one_or_many,
+    check_positive,
+    check_type,
     check_finite,
     check_finite_scalar,
     check_int_sequence,
@@ -175,7 +178,11 @@ class DERModel(AbstractImplicitModel):
         at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
         the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
         beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
+        check_type("rod", rod, DERRod, "DERRod (e.g. DERRod.straight(...))")
         check_finite_scalar("load_factor", load_factor)
+        if section_radius is not None:
+            check_finite_scalar("section_radius", section_radius, "m")
+            check_positive("section_radius", section_radius, "m")
         if q0 is not None:
             check_shape("q0", q0, (rod.n_nodes, 4))
             check_polyline("q0 (node positions)", q0)
@@ -455,7 +462,7 @@ class DERModel(AbstractImplicitModel):
 def _check_der_tendons(tendons, rod: DERRod, section_radius):
     from ...actuation.tendons import check_tendons, check_tension_controlled
 
-    tendons = tuple(tendons)
+    tendons = one_or_many(tendons)
     check_tension_controlled(tendons, "DER")
     if tendons and not is_traced(rod.rest_lengths):
         s_node = np.asarray(node_arclengths(rod.rest_lengths))
@@ -467,7 +474,7 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
 def _check_der_chambers(chambers, rod: DERRod, section_radius):
     from ...actuation.chambers import check_chambers
 
-    chambers = tuple(chambers)
+    chambers = one_or_many(chambers)
     check_chambers(chambers, rod.radius if section_radius is None else section_radius, pressure_only="DER")
     return chambers
 

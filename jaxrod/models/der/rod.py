@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...validation import (
+    as_floats,
     check_finite,
     check_int,
     check_positive,
@@ -217,6 +218,7 @@ class DERRod(eqx.Module):
         if d.shape != (3,) or not np.linalg.norm(d) > 0:
             raise ValueError(f"direction must be a non-zero 3-vector, got {direction}")
         d = d / np.linalg.norm(d)
+        check_shape("start", as_floats("start", start, "m"), (3,))
         s = np.linspace(0.0, float(length), int(n_nodes))
         pts = np.asarray(start, dtype=float)[None, :] + s[:, None] * d[None, :]
         return cls.from_polyline(pts, **_with_default_rest(material, "straight"))
@@ -286,6 +288,7 @@ class DERRod(eqx.Module):
         if int(n_nodes) < 3:
             raise ValueError(f"a DER rod needs at least 3 nodes (n_nodes >= 3), got {n_nodes}")
         pts = helix_points(int(n_nodes), helix_radius, pitch, contour_length, handedness)
+        check_shape("start", as_floats("start", start, "m"), (3,))
         pts = pts - pts[0] + np.asarray(start, dtype=float)
         return cls.from_polyline(pts, **_with_default_rest(material, "stress_free"))
 

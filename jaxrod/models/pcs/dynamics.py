@@ -26,6 +26,7 @@ import numpy as np
 
 from ...solvers.jacobian import DenseJacobianSolver
 from ...validation import (
+    one_or_many,
     check_finite,
     check_finite_scalar,
     check_int,
@@ -301,8 +302,8 @@ class PCSModel(AbstractImplicitModel):
     points_per_segment: int = eqx.field(static=True, default=8)
     jacobian: str = eqx.field(static=True, default="autodiff")
     tip_body: TipBody | None = None
-    chambers: tuple = ()
-    tendons: tuple = ()
+    chambers: tuple = eqx.field(converter=one_or_many, default=())
+    tendons: tuple = eqx.field(converter=one_or_many, default=())
     section_radius: jax.Array | None = None
 
     def __check_init__(self):
@@ -311,6 +312,9 @@ class PCSModel(AbstractImplicitModel):
         check_shape("base_position", self.base_position, (3,))
         check_finite("base_position", self.base_position)
         check_finite_scalar("load_factor", self.load_factor)
+        if self.section_radius is not None:
+            check_finite_scalar("section_radius", self.section_radius, "m")
+            check_positive("section_radius", self.section_radius, "m")
         check_int("n_quad", self.n_quad, min=1)
         check_int("points_per_segment", self.points_per_segment, min=1)
         check_shape("gravity", self.gravity, (3,))

@@ -853,7 +853,7 @@ class DERNetwork(AbstractImplicitModel):
             if np.any(np.asarray(self.damping) < 0):
                 raise ValueError(f"damping must be >= 0 N s/m^2, got {damping}")
         pf = (
-            jnp.zeros((M, 3))
+            np.zeros((M, 3))
             if point_forces is None
             else jnp.asarray(point_forces, dtype=float)
         )
@@ -862,9 +862,9 @@ class DERNetwork(AbstractImplicitModel):
             limb, node = _limb_global(topo, "point_loads", spec, "node")
             force = jnp.asarray(force, dtype=float)
             check_shape(f"point_loads[{spec}]", force, (3,))
-            pf = pf.at[topo.limb_nodes[limb][node]].add(force)
+            pf = jnp.asarray(pf).at[topo.limb_nodes[limb][node]].add(force)
         check_finite("point_forces", pf)
-        self.point_forces = pf
+        self.point_forces = jnp.asarray(pf, dtype=float)
         self.distributed_force = jnp.asarray(distributed_force, dtype=float)
         check_shape("distributed_force", self.distributed_force, (3,))
         check_finite("distributed_force", self.distributed_force)
@@ -873,12 +873,13 @@ class DERNetwork(AbstractImplicitModel):
         self.natural_curvature_fn = natural_curvature_fn
         self.natural_twist_fn = natural_twist_fn
         if q0 is None:
-            q0 = jnp.zeros((R, 4)).at[:M, :3].set(self._rest_node_positions())
+            q0 = np.zeros((R, 4))
+            q0[:M, :3] = np.asarray(self._rest_node_positions())
         self.q0 = jnp.asarray(q0, dtype=float)
         check_shape("q0", self.q0, (R, 4))
         check_finite("q0", self.q0)
         _check_edge_lengths(self.q0, topo)
-        self.v0 = jnp.zeros((R, 4)) if v0 is None else jnp.asarray(v0, dtype=float)
+        self.v0 = jnp.asarray(np.zeros((R, 4))) if v0 is None else jnp.asarray(v0, dtype=float)
         check_shape("v0", self.v0, (R, 4))
         check_finite("v0", self.v0)
         nodes, tw = set(), set()
@@ -983,8 +984,12 @@ class DERNetwork(AbstractImplicitModel):
         return self._node_positions(self.topology)
 
     def _node_positions(self, topo):
+        src = np.asarray(topo.node_source, dtype=np.int64)
+        if not any(is_traced(limb.rest_positions) for limb in self.limbs):
+            # NumPy for concrete limbs: eager jnp indexing compiles a program per shape
+            return jnp.asarray(np.concatenate([np.asarray(limb.rest_positions) for limb in self.limbs])[src])
         pts = jnp.concatenate([limb.rest_positions for limb in self.limbs])
-        return pts[np.asarray(topo.node_source, dtype=np.int64)]
+        return pts[src]
 
     def rest_node_positions(self):
         """``(M, 3)`` rest positions of the global nodes [m]."""
@@ -1188,8 +1193,14 @@ class DERNetwork(AbstractImplicitModel):
 
     def node_radius(self):
         """``(M,)`` contact radius of each node [m]: the largest radius of its incident edges."""
-        r = self._per_edge(lambda rod: rod.radius)
         en = self.topology.edge_nodes
+        if not any(is_traced(limb.radius) for limb in self.limbs):
+            r = np.concatenate([np.broadcast_to(np.asarray(limb.radius, float), (limb.n_nodes - 1,)) for limb in self.limbs])
+            out = np.zeros(self.n_nodes)
+            np.maximum.at(out, np.asarray(en[:, 0]), r)
+            np.maximum.at(out, np.asarray(en[:, 1]), r)
+            return jnp.asarray(out)
+        r = self._per_edge(lambda rod: rod.radius)
         return jnp.zeros(self.n_nodes).at[en[:, 0]].max(r).at[en[:, 1]].max(r)
 
     def _candidates(self, q):

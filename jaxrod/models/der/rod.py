@@ -182,11 +182,8 @@ class DERRod(eqx.Module):
         n = pts.shape[0]
         natural_curvature = _rest_curvature(rest, natural_curvature, n)
         if natural_curvature is None:  # rest="stress_free"
-            frames = initial_frames(pts)
-            kb = curvature_binormal(frames.tangent)
-            # theta = 0 at rest: material directors equal the reference ones
-            d2 = jnp.cross(frames.tangent, frames.d1)
-            natural_curvature = material_curvatures(kb, frames.d1, d2)
+            # one compiled call for concrete points (eagerly, ~30 small programs per rod shape)
+            natural_curvature = _stress_free_curvature(pts) if is_traced(pts) else _stress_free_curvature_jit(pts)
         if natural_twist is None:
             natural_twist = jnp.zeros(n - 2)
         return cls(
@@ -360,6 +357,17 @@ def _check_int_at_least(name, value, lo):
     if int(value) < lo:
         raise ValueError(f"{name} must be >= {lo}, got {value}")
     return int(value)
+
+
+def _stress_free_curvature(pts):
+    frames = initial_frames(pts)
+    kb = curvature_binormal(frames.tangent)
+    # theta = 0 at rest: material directors equal the reference ones
+    d2 = jnp.cross(frames.tangent, frames.d1)
+    return material_curvatures(kb, frames.d1, d2)
+
+
+_stress_free_curvature_jit = jax.jit(_stress_free_curvature)
 
 
 def _check_edges(pos):

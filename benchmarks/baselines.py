@@ -1,0 +1,146 @@
+"""Model-free baselines beside our fitted models on the two measured data sets (issue 22, item 1).
+
+Usage::
+
+    python benchmarks/baselines.py            # print both tables, write benchmarks/results/baselines.json
+    python benchmarks/baselines.py --no-write # print only
+    python benchmarks/baselines.py --paper-model  # first simulate the UNFITTED Table-2 model on README's
+                                                  # windows (minutes), written to
+                                                  # benchmarks/results/stiff_flop_paper_model.json
+
+What is computed (:mod:`jaxrod.cases.real_data_baselines`; NumPy only, a few seconds): on
+STIFF-FLOP, the rest tip, the mean training tip and the pressure-only linear map ``tip = W [p, 1]``,
+fitted on the samples of our fit (NoLoad 0-29 s) and scored with TMTDyn's metric on every window of
+README's table, the whole Load recordings and Load2 after TMTDyn's window; on the soft limb, the
+chord extrapolations of the tip tag (109) and, on a frame split, the constant and linear maps.
+"Our model" is the number README reports today (quoted, not re-run); TMTDyn's and DisMech's
+published numbers are not comparable (other windows, inputs, preprocessing; see README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from jaxrod.cases import real_data_baselines as rb  # noqa: E402
+
+RESULT = os.path.join(ROOT, "benchmarks", "results", "baselines.json")
+PAPER = os.path.join(ROOT, "benchmarks", "results", "stiff_flop_paper_model.json")
+
+
+def run_paper_model(path=PAPER, segments=3):
+    """Simulate the unfitted model (paper Table 2: E 205 kPa, G = E/3, our chosen mu 200 Pa s; the
+    fit's starting point ``stiff_flop_model.INITIAL``) on every window of README's table with the
+    calibration's own evaluation (``stiff_flop_calibration.evaluate_all``) and store the rows."""
+    import time
+
+    from jaxrod.cases import stiff_flop_calibration as cal
+    from jaxrod.cases import stiff_flop_model as sm
+
+    w = time.perf_counter()
+    table, _ = cal.evaluate_all(dict(sm.INITIAL), segments)
+    out = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "command": "python benchmarks/baselines.py --paper-model",
+        "values": dict(sm.INITIAL),
+        "segments": segments,
+        "wall_s": time.perf_counter() - w,
+        "table": table,
+    }
+    with open(path, "w") as fh:
+        json.dump(out, fh, indent=1)
+        fh.write("\n")
+    print(f"wrote {path}")
+    return out
+
+
+def _paper_rows(path=PAPER):
+    """``{(kind, recording, window or split): mm}`` of the stored unfitted-model run, or ``{}``."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as fh:
+        t = json.load(fh)["table"]
+    return {_key(r): r["err_mm"] for r in t}
+
+
+def _key(r):
+    """Rows matched by window (dynamic) or by split (static: the labels differ)."""
+    return (r["kind"], r["recording"], r["window"] if r["kind"] == "dynamic" else r["split"])
+
+
+def _git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-write", action="store_true", help="print the tables only")
+    ap.add_argument("--out", default=RESULT, help=f"JSON written (default {os.path.relpath(RESULT, ROOT)})")
+    ap.add_argument("--paper-model", action="store_true",
+                    help="first simulate the unfitted Table-2 model on README's windows (minutes)")
+    args = ap.parse_args(argv)
+    if args.paper_model:
+        run_paper_model()
+    result = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "command": "python benchmarks/baselines.py",
+        "metric": "mean over samples of the Euclidean tip distance, mm",
+    }
+    try:
+        sfb = rb.stiff_flop_baselines()
+        paper = _paper_rows()
+        for r in sfb["rows"]:
+            r["paper_model_mm"] = paper.get(_key(r))
+        sfb["paper_model_source"] = (os.path.relpath(PAPER, ROOT) + " (python benchmarks/baselines.py --paper-model)"
+                                     if paper else None)
+    except FileNotFoundError as exc:
+        print(f"STIFF-FLOP skipped: {exc}", file=sys.stderr)
+        sfb = None
+    if sfb is not None:
+        print("## STIFF-FLOP (training: NoLoad 0-29 s, 581 samples; mm, TMTDyn's metric)\n")
+        print(rb.format_stiff_flop(sfb))
+        print(f"\nour model: {rb.STIFF_FLOP_MODEL_SOURCE}; 'lower': our model vs the better fitted baseline\n")
+        result["stiff_flop"] = dict(sfb, model_source=rb.STIFF_FLOP_MODEL_SOURCE)
+    try:
+        slb = rb.soft_limb_baselines()
+    except FileNotFoundError as exc:
+        print(f"soft limb skipped: {exc}", file=sys.stderr)
+        slb = None
+    if slb is not None:
+        print("## Soft limb, tip tag 109 (mm, mean tip distance, README's alignment)\n")
+        print(rb.format_soft_limb(slb))
+        print(f"\nour model: {rb.LIMB_MODEL_SOURCE}\n")
+        result["soft_limb"] = dict(slb, model_source=rb.LIMB_MODEL_SOURCE)
+    if sfb is None and slb is None:
+        return 2
+    if not args.no_write:
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1)
+            fh.write("\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

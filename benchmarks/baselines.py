@@ -39,12 +39,12 @@ PAPER = os.path.join(ROOT, "benchmarks", "results", "stiff_flop_paper_model.json
 
 def run_paper_model(path=PAPER, segments=3):
     """Simulate the unfitted model (paper Table 2: E 205 kPa, G = E/3, our chosen mu 200 Pa s; the
-    fit's starting point ``stiff_flop_model.INITIAL``) on every window of README's table with the
+    fit's starting point ``jaxrod.scenes.stiff_flop.INITIAL``) on every window of README's table with the
     calibration's own evaluation (``stiff_flop_calibration.evaluate_all``) and store the rows."""
     import time
 
     from jaxrod.cases import stiff_flop_calibration as cal
-    from jaxrod.cases import stiff_flop_model as sm
+    from jaxrod.scenes import stiff_flop as sm
 
     w = time.perf_counter()
     table, _ = cal.evaluate_all(dict(sm.INITIAL), segments)

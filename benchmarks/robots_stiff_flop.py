@@ -31,8 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from jaxrod.cases import stiff_flop as sf  # noqa: E402
-from jaxrod.cases import stiff_flop_model as sm  # noqa: E402
+from jaxrod.datasets import stiff_flop as sf  # noqa: E402
+from jaxrod.scenes import stiff_flop as sm  # noqa: E402
 
 
 def _timed(fn):

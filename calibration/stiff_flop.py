@@ -5,8 +5,8 @@ Load1, Load2) beside the constant-shape baseline and TMTDyn's published figures.
 
 The data (BSD-4-Clause, Copyright (c) 2019 S.M.Hadi Sadati) stay outside this repository: they are
 read from ``$JAXROD_STIFF_FLOP_DATA`` or ``shared/data/stiff-flop/`` next to the repository or the
-current directory. Model and split: :mod:`jaxrod.cases.stiff_flop_model`,
-:mod:`jaxrod.cases.stiff_flop_calibration`.
+current directory. Recordings: :mod:`jaxrod.datasets.stiff_flop`; model: :mod:`jaxrod.scenes.stiff_flop`;
+split: :mod:`jaxrod.cases.stiff_flop_calibration`.
 
 Examples::
 

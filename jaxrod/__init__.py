@@ -44,8 +44,8 @@ _LAZY = {
     "NewtonSolver": ".solvers.newton",
     "newton_solve": ".solvers.newton",
     "load_model": ".modelfile",
-    "ModalResult": ".system.modal",
-    "modal": ".system.modal",
+    "ModalResult": ".analysis",
+    "modal": ".analysis",
     "BDF2": ".timestepping",
     "AverageVectorField": ".timestepping",
     "BackwardEuler": ".timestepping",
@@ -79,7 +79,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
     from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
     from .modelfile import load_model
-    from .system.modal import ModalResult, modal
+    from .analysis import ModalResult, modal
     from .timestepping import (
         BDF2,
         AverageVectorField,

@@ -329,7 +329,7 @@ def _cmd_simulate_system(loaded, args, out, err):
         print(line, file=out)
     out.flush()
     if args.plot:
-        from .modelfile.figures import plot_bodies
+        from .plot import plot_bodies
         from .progress import activity
 
         with activity(f"drawing {args.plot}", enabled=not args.no_progress):
@@ -491,7 +491,7 @@ def _write_figures(args, traj, model, scene, out):
             plot_trajectory(traj, args.plot, title=scene.description, model=model, exaggeration=scale)
         print(f"plot      {args.plot} (shapes: displacement x {scale:g})", file=out, flush=True)
         if getattr(model, "tendons", ()) and hasattr(model, "tendon_histories"):
-            from .scenes.tendon import plot_tendon_robot
+            from .plot import plot_tendon_robot
 
             with activity("drawing the tendon inputs", enabled=report):
                 extra = plot_tendon_robot(traj, model, args.plot, title=scene.description)
@@ -516,8 +516,10 @@ def _cmd_calibrate(args, out):
         except FileNotFoundError as e:
             raise CLIError(str(e)) from None
     else:
+        from .datasets.soft_limb import resolve_data_path
+
         try:
-            args.data = str(soft_limb.resolve_data_path(args.data))
+            args.data = str(resolve_data_path(args.data))
         except FileNotFoundError as e:
             raise CLIError(str(e)) from None
         soft_limb.run_from_args(args)

@@ -153,8 +153,8 @@ are read from `shared/data/stiff-flop` (BSD-4-Clause, Copyright (c) 2019 S.M.Had
 says so and stops if they are not there."""
     ),
     new_code_cell(
-        """from jaxrod.cases import stiff_flop as sf
-from jaxrod.cases import stiff_flop_model as sm
+        """from jaxrod.datasets import stiff_flop as sf
+from jaxrod.scenes import stiff_flop as sm
 
 if sf.find_data_dir() is None:
     print("STIFF-FLOP data not found (shared/data/stiff-flop): skipping this section")

@@ -73,7 +73,7 @@ def _recordings(directory, rows):
 
 @pytest.fixture
 def no_compile(monkeypatch):
-    from jaxrod.cases import stiff_flop_model as sm
+    from jaxrod.scenes import stiff_flop as sm
 
     def boom(*a, **k):
         raise AssertionError("the model was built: input errors must be found before compiling")
@@ -210,7 +210,7 @@ def test_marker_data_directory(tmp_path):
 
 
 def test_soft_limb_data_directory(tmp_path):
-    from jaxrod.cases.soft_limb import resolve_data_path
+    from jaxrod.datasets.soft_limb import resolve_data_path
 
     with pytest.raises(FileNotFoundError, match=r"is a directory without soft_limb_data\.csv"):
         resolve_data_path(tmp_path)

@@ -17,7 +17,7 @@ from jaxrod.calibrate.baselines import (
     window_error,
 )
 from jaxrod.cases import real_data_baselines as rb
-from jaxrod.cases import stiff_flop as sf
+from jaxrod.datasets import stiff_flop as sf
 
 RESULT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "baselines.json"
 no_stiff_flop = pytest.mark.skipif(sf.find_data_dir() is None,
@@ -111,7 +111,7 @@ def test_stiff_flop_table_matches_committed_json():
 
 
 def _limb_data():
-    from jaxrod.cases import soft_limb as sl
+    from jaxrod.datasets import soft_limb as sl
 
     try:
         return sl.read_soft_limb_csv(sl.resolve_data_path(None))

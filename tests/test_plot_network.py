@@ -229,10 +229,10 @@ def test_single_rod_line_data_unchanged(tmp_path):
         np.testing.assert_array_equal(ax.lines[0].get_xydata(), pos[0][:, [0, 2]])
         np.testing.assert_array_equal(ax.lines[1].get_xydata(), pos[-1][:, [0, 2]])
         assert len(ax.lines) == 2  # no floor without a model that has one
-    anim = plot._animation(tr, max_frames=4)
+    anim = plot.rods._animation(tr, max_frames=4)
     ax = anim.fig.axes[0]
     assert len(anim.fig.axes) == 1  # planar rod: the x-z view, as before
-    xlo, xhi = plot._fit_aspect(*plot._limits(pos[..., [0, 2]]), 1.45)
+    xlo, xhi = plot.rods._fit_aspect(*plot.rods._limits(pos[..., [0, 2]]), 1.45)
     np.testing.assert_allclose(ax.get_xlim(), (xlo[0], xhi[0]))
     np.testing.assert_allclose(ax.get_ylim(), (xlo[1], xhi[1]))
     line, tip = anim.animated[:2]
@@ -248,7 +248,7 @@ def test_single_rod_line_data_unchanged(tmp_path):
 
 @pytest.mark.parametrize("view", ["auto", "xz", "xy", "yz", "3d"])
 def test_animation_views_draw_only_edges(network, net_traj, view):
-    anim = plot._animation(net_traj, max_frames=3, model=network, view=view)
+    anim = plot.rods._animation(net_traj, max_frames=3, model=network, view=view)
     edges = np.asarray(network.topology.edge_nodes)
     pos = net_traj.positions
     if view == "auto":
@@ -272,7 +272,7 @@ def test_animation_views_draw_only_edges(network, net_traj, view):
 
 
 def test_animation_floor_only_where_seen_edge_on(network, net_traj):
-    anim = plot._animation(net_traj, max_frames=2, model=network, view="xz+xy")
+    anim = plot.rods._animation(net_traj, max_frames=2, model=network, view="xz+xy")
     ax_xz, ax_xy = anim.fig.axes
     _, z = _line_labelled(ax_xz, "floor").get_data()
     np.testing.assert_allclose(z, FLOOR_Z, rtol=0, atol=1e-15)
@@ -284,12 +284,12 @@ def test_tilted_floor_trace():
     n = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
     model = SimpleNamespace(contacts=(FloorContact(normal=n, offset=-0.02),))
     x0 = np.stack([np.linspace(0, 0.2, 6), np.zeros(6), np.full(6, 0.1)], axis=1)
-    anim = plot._animation(_fake_traj(x0), max_frames=2, model=model, view="xz")
+    anim = plot.rods._animation(_fake_traj(x0), max_frames=2, model=model, view="xz")
     x, z = _line_labelled(anim.fig.axes[0], "floor").get_data()
     assert len(x) >= 2
     np.testing.assert_allclose(n[0] * x + n[2] * z, -0.02, rtol=0, atol=1e-12)
     for view in ("xy", "yz"):  # the plane is not seen edge-on there
-        anim = plot._animation(_fake_traj(x0), max_frames=2, model=model, view=view)
+        anim = plot.rods._animation(_fake_traj(x0), max_frames=2, model=model, view=view)
         assert not [ln for ln in anim.fig.axes[0].lines if ln.get_label() == "floor"]
 
 

@@ -111,7 +111,7 @@ def test_floor_scenes_stay_at_true_scale():
     model = SimpleNamespace(contacts=(FloorContact(offset=-0.05),))
     assert plot.displacement_scale(tr.positions, tr.positions[0], model=model) == 1.0
     assert plot.plot_trajectory(tr, model=model).exaggeration == 1.0
-    assert plot._animation(tr, max_frames=2, model=model).exaggeration == 1.0
+    assert plot.rods._animation(tr, max_frames=2, model=model).exaggeration == 1.0
     assert plot.plot_trajectory(tr, model=model, exaggeration=10).exaggeration == 10.0  # asked for
 
 
@@ -121,7 +121,7 @@ def test_bad_exaggeration(bad):
     for call in (
         lambda: plot.plot_trajectory(tr, exaggeration=bad),
         lambda: plot.plot_static(tr.positions[-1], reference_positions=tr.positions[0], exaggeration=bad),
-        lambda: plot._animation(tr, exaggeration=bad),
+        lambda: plot.rods._animation(tr, exaggeration=bad),
         lambda: plot.displacement_scale(tr.positions, tr.positions[0], bad),
     ):
         with pytest.raises(ValueError, match=r"exaggeration must be 'auto' or a finite number > 0.*got"):
@@ -131,7 +131,7 @@ def test_bad_exaggeration(bad):
 def test_gif_frames_say_the_factor(tmp_path):
     tr = _rod_traj(0.01)
     pos = tr.positions
-    anim = plot._animation(tr, max_frames=5, title="a1")
+    anim = plot.rods._animation(tr, max_frames=5, title="a1")
     assert anim.exaggeration == 20.0
     line = anim.animated[0]
     for i in anim.idx:
@@ -139,7 +139,7 @@ def test_gif_frames_say_the_factor(tmp_path):
         assert anim.ttl.get_text() == f"a1: t = {tr.times[i]:.3f} s\nshape: displacement x 20"
         np.testing.assert_allclose(line.get_xydata(), (pos[0] + 20.0 * (pos[i] - pos[0]))[:, [0, 2]], rtol=0,
                                    atol=1e-15)
-    anim = plot._animation(tr, max_frames=2, exaggeration=1)
+    anim = plot.rods._animation(tr, max_frames=2, exaggeration=1)
     anim.set_frame(anim.idx[-1])
     assert "displacement" not in anim.ttl.get_text()
     path = tmp_path / "a.gif"
@@ -176,7 +176,7 @@ def test_3d_axis_labels_inside_the_figure():
     figs = [
         plot.plot_trajectory(tr, title="a1"),
         plot.plot_static(tr.positions[10], reference_positions=tr.positions[0]),
-        plot._animation(tr, view="3d").fig,
+        plot.rods._animation(tr, view="3d").fig,
     ]
     for fig in figs:
         boxes = _label_boxes(fig)
@@ -190,7 +190,7 @@ def test_gif_labels_inside_the_frame():
     title lie inside the frame as laid out for the GIF."""
     tr = _rod_traj(0.01)
     tr.positions[..., 1] = 0.5 * tr.positions[..., 2] + 0.05 * np.sin(np.linspace(0, 6, N))
-    anim = plot._animation(tr, title="helix-b1")
+    anim = plot.rods._animation(tr, title="helix-b1")
     assert len(anim.fig.axes) == 2
     anim.freeze(80)
     r = anim.fig.canvas.get_renderer()

@@ -9,7 +9,7 @@ settings); nothing is simulated or compiled.
 import pytest
 
 from jaxrod import scenes
-from jaxrod.cases.stiff_flop import find_data_dir as stiff_flop_data_dir
+from jaxrod.datasets.stiff_flop import find_data_dir as stiff_flop_data_dir
 from jaxrod.scenes.registry import REGISTRY
 
 # smallest resolution overrides; ``None``: the builder's defaults are already cheap

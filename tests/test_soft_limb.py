@@ -1,4 +1,5 @@
-"""DisMech soft-limb real2sim (jaxrod.cases.soft_limb, calibration/real2sim_soft_limb.py):
+"""DisMech soft-limb real2sim (jaxrod.cases.soft_limb, calibration/real2sim_soft_limb.py; reader:
+jaxrod.datasets.soft_limb):
 the CSV reader's validation on small synthetic files, the exact gradient of a tip-position loss
 through the static solve against central differences, and the script's fit on a few frames of
 the real measured data (skipped when ../shared/data is absent; the GPL-3.0 file is never copied).
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 
 from jaxrod.cases import soft_limb as sl
+from jaxrod.datasets import soft_limb as sld
 
 N_NODES = 21
-DATA = sl.find_data_path() or Path("absent")
+DATA = sld.find_data_path() or Path("absent")
 SCRIPT = Path(__file__).resolve().parents[1] / "calibration" / "real2sim_soft_limb.py"
 
 
@@ -27,7 +29,7 @@ def _header():
         "Timestamp (millisec since midnight today)",
         "Test time",
         "pwm_duty_limb0_fwd",
-    ] + [f"tagid_{c}_{i}" for i in sl.TAG_IDS for c in ("x", "y")]
+    ] + [f"tagid_{c}_{i}" for i in sld.TAG_IDS for c in ("x", "y")]
 
 
 def _tag_row(k):
@@ -61,14 +63,14 @@ def _good_rows(n=5, missing=2):
 
 def test_reader_accepts_valid_file_and_masks_missing_rows(tmp_path):
     rows = _good_rows() + [[""] * 21, [""] * 21]  # two trailing empty rows are dropped
-    data = sl.read_soft_limb_csv(_write(tmp_path / "ok.csv", rows))
+    data = sld.read_soft_limb_csv(_write(tmp_path / "ok.csv", rows))
     assert data.tags_px.shape == (7, 9, 2)
     np.testing.assert_array_equal(
         data.valid, [False, False, True, True, True, True, True]
     )
     assert np.all(np.isnan(data.tags_px[:2]))
-    np.testing.assert_array_equal(sl.select_frames(data, 2), [2, 3])
-    np.testing.assert_array_equal(sl.select_frames(data, "1:5:2"), [3, 5])
+    np.testing.assert_array_equal(sld.select_frames(data, 2), [2, 3])
+    np.testing.assert_array_equal(sld.select_frames(data, "1:5:2"), [3, 5])
     al = sl.derive_alignment(data)
     # by construction every synthetic polyline is 8 x 60 px long
     assert math.isclose(al.path_length_px, 480.0, rel_tol=1e-12)
@@ -111,7 +113,7 @@ def test_reader_rejects_malformed_files(tmp_path, case, match):
         rows[4][1] = rows[3][1]
     path = _write(tmp_path / f"{case}.csv", rows, header)
     with pytest.raises(ValueError, match=match):
-        sl.read_soft_limb_csv(path)
+        sld.read_soft_limb_csv(path)
 
 
 def test_hold_out_tags_are_checked():
@@ -129,7 +131,7 @@ def test_hold_out_tags_are_checked():
 
 def test_reader_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
-        sl.read_soft_limb_csv(tmp_path / "nope.csv")
+        sld.read_soft_limb_csv(tmp_path / "nope.csv")
 
 
 # ---- (c) exact gradient vs central differences ----------------------------------------------

@@ -1,11 +1,11 @@
-"""The STIFF-FLOP recordings reader (jaxrod.cases.stiff_flop): checks against facts stated in the
+"""The STIFF-FLOP recordings reader (jaxrod.datasets.stiff_flop): checks against facts stated in the
 data README (row counts, sampling, the preprocessed rest tip, the chamber-pair directions) and the
 paper's derived section values; numpy only, no compilation. Skipped without the data."""
 
 import numpy as np
 import pytest
 
-from jaxrod.cases import stiff_flop as sf
+from jaxrod.datasets import stiff_flop as sf
 
 pytestmark = pytest.mark.skipif(sf.find_data_dir() is None, reason="STIFF-FLOP data not found (shared/data/stiff-flop)")
 

@@ -1,4 +1,4 @@
-"""The actuated STIFF-FLOP model on the measured data (jaxrod.cases.stiff_flop_model): with the
+"""The actuated STIFF-FLOP model on the measured data (jaxrod.scenes.stiff_flop): with the
 stored fitted parameters (FITTED, fitted on NoLoad 0-29 s) a held-out window beats the
 constant-shape baseline by a stated margin, and the fitted values lower the error on a training
 window relative to the paper's starting values. One compiled program (the window start and the
@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrod.cases import stiff_flop as sf
-from jaxrod.cases import stiff_flop_model as sm
+from jaxrod.datasets import stiff_flop as sf
+from jaxrod.scenes import stiff_flop as sm
 
 pytestmark = pytest.mark.skipif(sf.find_data_dir() is None, reason="STIFF-FLOP data not found (shared/data/stiff-flop)")
 

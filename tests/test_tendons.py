@@ -41,7 +41,7 @@ from jaxrod.models.cosserat import (
     solve_static_cosserat,
 )
 from jaxrod.models.cosserat.stepper import DEFAULT_SOLVER
-from jaxrod.models.cosserat.tendons import routing_derivatives
+from jaxrod.models.cosserat.actuation import routing_derivatives
 
 L = 0.2
 RADIUS = 1e-3
@@ -469,7 +469,7 @@ def test_cosserat_der_pcs_agree_on_one_tendon_robot(solve, solve_der_pcs):
 
 
 def test_der_pressure_chamber_curvature_and_elongation(model, solve_der_pcs):
-    """DER chambers (:class:`~jaxrod.models.cosserat.pressure.Chamber`: volume A l of the
+    """DER chambers (:class:`~jaxrod.actuation.chambers.Chamber`: volume A l of the
     channel polyline, force +P A dl/dq) against spec 7.3's
     closed form: cap force P A and moment P A r x e3 give the uniform axial strain P A / EA and the
     curvature P A d / EI, bending away from the chamber. An axial chamber only stretches the rod:

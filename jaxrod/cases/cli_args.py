@@ -2,7 +2,8 @@
 
 ``jaxrod --help`` and every argument error of ``jaxrod calibrate`` need the options of
 :mod:`jaxrod.cases.weight_release` and :mod:`jaxrod.cases.soft_limb` but none of their machinery
-(JAX programs, optax, matplotlib): this module imports only the standard library, and the case
+(JAX programs, optax, matplotlib): this module imports only the standard library and the data
+locations of :mod:`jaxrod.datasets.soft_limb` (NumPy), and the case
 modules re-export what is defined here (``weight_release.add_arguments``,
 ``weight_release.WeightReleaseSettings``, ``soft_limb.add_arguments``, ``soft_limb.DESCRIPTION``).
 """
@@ -12,12 +13,11 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from ..datasets.soft_limb import DATA_ENV, DATA_RELPATH
 
 __all__ = [
     "CLI_HOLD_OUT",
-    "DATA_ENV",
-    "DATA_RELPATH",
     "FINE",
     "QUICK",
     "SOFT_LIMB_DESCRIPTION",
@@ -265,11 +265,6 @@ def add_weight_release_arguments(p: argparse.ArgumentParser) -> argparse.Argumen
 
 
 # ---- soft limb (jaxrod.cases.soft_limb) ---------------------------------------------------------
-#: Environment variable that may name the measured CSV (checked first by
-#: :func:`jaxrod.cases.soft_limb.find_data_path`).
-DATA_ENV = "JAXROD_SOFT_LIMB_DATA"
-#: Where the data sits below a ``shared/`` folder next to (or above) the repository or the cwd.
-DATA_RELPATH = Path("shared") / "data" / "dismech-soft-limb" / "soft_limb_data.csv"
 
 SOFT_LIMB_DESCRIPTION = (
     "Real2sim of the DisMech two-limb soft robot: per-frame limb natural curvatures from measured "

@@ -13,7 +13,7 @@ STIFF-FLOP (:func:`stiff_flop_baselines`)
     model is fed. Targets: the tip position [m]. Baselines: the rest tip (README's "constant
     shape"), the mean training tip (:func:`~jaxrod.calibrate.baselines.constant_baseline`) and the
     pressure-only linear map ``tip = W [p0, p1, p2, 1]`` (tip loads ignored, no dynamics).
-    Scored with TMTDyn's metric (:func:`jaxrod.cases.stiff_flop.tip_error`) on every window of
+    Scored with TMTDyn's metric (:func:`jaxrod.datasets.stiff_flop.tip_error`) on every window of
     README's table (dynamic: ``rec.window(t0, t1)[:n + 1]`` as the model's runs; static: the rows
     of the evaluation times), on the whole Load1/Load2 recordings and on Load2 after TMTDyn's window.
 
@@ -40,7 +40,7 @@ from ..calibrate.baselines import (
     linear_map_baseline,
     mean_distance,
 )
-from . import stiff_flop as sf
+from ..datasets import stiff_flop as sf
 
 __all__ = [
     "LIMB_MODEL_README",
@@ -58,7 +58,7 @@ TRAIN = ("NoLoad", 0.0, 29.0)
 PRESSURE_UNIT = 1e5  # Pa per bar: a fixed unit, not a statistic of the data
 
 #: our fitted model's errors [mm] as README.md reports them today ("STIFF-FLOP on measured data",
-#: table produced by ``jaxrod calibrate stiff-flop``, stiff_flop_model.FITTED values); not re-run.
+#: table produced by ``jaxrod calibrate stiff-flop``, jaxrod.scenes.stiff_flop.FITTED values); not re-run.
 STIFF_FLOP_MODEL_README = {
     ("dynamic", "NoLoad", "7-29 s"): 1.50,
     ("dynamic", "NoLoad", "29-54 s"): 3.50,
@@ -190,13 +190,14 @@ _PWM = ("pwm_duty_limb0_fwd", "pwm_duty_limb0_rev", "pwm_duty_limb1_fwd", "pwm_d
 
 def soft_limb_baselines(data=None) -> dict:
     """The soft-limb tip (tag 109) baselines (module docstring). ``data``: a
-    :class:`~jaxrod.cases.soft_limb.SoftLimbData` (default: read the shared file). Distances in mm
+    :class:`~jaxrod.datasets.soft_limb.SoftLimbData` (default: read the shared file). Distances in mm
     in the alignment of our fit (all valid frames set the scale, as in README's figure)."""
+    from ..datasets.soft_limb import read_soft_limb_csv, resolve_data_path, select_frames
     from . import soft_limb as sl
 
     if data is None:
-        data = sl.read_soft_limb_csv(sl.resolve_data_path(None))
-    rows = sl.select_frames(data)
+        data = read_soft_limb_csv(resolve_data_path(None))
+    rows = select_frames(data)
     al = sl.derive_alignment(data)
     T = al.to_metres(data.tags_px[rows])  # (F, 9, 2) [m]
     p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]

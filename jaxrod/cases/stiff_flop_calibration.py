@@ -1,6 +1,7 @@
 """STIFF-FLOP on the measured data: fit the PCS module's material and damping on a training part of
 NoLoad with exact gradients through the simulation (:mod:`jaxrod.calibrate`), then score held-out
-windows and the Load recordings (model: :mod:`jaxrod.cases.stiff_flop_model`).
+windows and the Load recordings (model: :mod:`jaxrod.scenes.stiff_flop`; recordings:
+:mod:`jaxrod.datasets.stiff_flop`).
 
 Split (``TRAIN``/``HELD_OUT``): the fit sees NoLoad 0-29 s only (its first four pressure steps: p0
 0.36, p2 0.36, p1 0.27, p0 0.74 bar; 29 s is a quiet moment, all pairs released). Held out: NoLoad
@@ -31,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import stiff_flop as sf
-from . import stiff_flop_model as sm
+from ..datasets import stiff_flop as sf
+from ..scenes import stiff_flop as sm
 from .cli_args import STIFF_FLOP_DESCRIPTION, add_stiff_flop_arguments
 
 DESCRIPTION = STIFF_FLOP_DESCRIPTION

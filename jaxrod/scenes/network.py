@@ -28,7 +28,8 @@ import numpy as np
 
 from ..models.der import DERRod
 from ..models.der.contact import FloorContact, RodRodContact
-from ..models.der.network import DERNetwork, Joint, LinearRamp
+from ..models.der.network import DERNetwork, Joint
+from ..signals import LinearRamp
 from ..solvers.newton import NewtonSolver
 from ..timestepping import BackwardEuler
 from ..validation import check_int

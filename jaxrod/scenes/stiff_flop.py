@@ -1,7 +1,8 @@
-"""The passive structure of one STIFF-FLOP module (TMTDyn's first validation, spec seed004 sections
-9.1-9.3, Table 2) as a PCS cantilever bending under its own weight (``stiff-flop-passive``).
+"""The STIFF-FLOP module (TMTDyn's first validation, spec seed004 sections 9.1-9.3, Table 2): its
+passive structure as a PCS cantilever bending under its own weight (``stiff-flop-passive``), and
+the actuated module driven by its measured recordings (``stiff-flop``), whose model lives here.
 
-Geometry and material (Table 2, :data:`jaxrod.cases.stiff_flop.PARAMETERS`): a silicone
+Geometry and material (Table 2, :data:`jaxrod.datasets.stiff_flop.PARAMETERS`): a silicone
 (Ecoflex 50) cylinder of outer radius r_a2 = 12.5 mm with a central lumen r_a1 = 4.5 mm and six
 chambers of radius r_p = 2.5 mm at r_o = 8.5 mm from the axis, length l_m2 = 50 mm, density
 1820 kg/m^3, E = 205 kPa (calibrated), G = E / 3 (the spec's G ~ E/3). The section (spec 9.3,
@@ -24,27 +25,78 @@ linear static tip deflection of the Timoshenko cantilever with shear coefficient
 w L^4 / (8 EI) + P L^3 / (3 EI) + M L^2 / (2 EI) + (w L^2 / 2 + P L) / (G a_c), in
 ``reference["tip_deflection_linear_m"]`` (4.37 mm, 8.7% of the length; shear 0.64 mm of it: the
 module is short and thick).
+
+The actuated module (``stiff-flop``, :func:`stiff_flop_actuated`; :class:`StiffFlopModel` built by
+:func:`stiff_flop_model`) driven by its measured pressures (and tip pushes): a PCS model (TMTDyn
+validation E1, spec seed004 sections 6.3, 9.2-9.3; data README: shared/data/stiff-flop/; the
+recordings are read by :mod:`jaxrod.datasets.stiff_flop`).
+
+Model (what is taken from where):
+
+* the elastomer rod: paper Table 2 section (a_c, J of :func:`stiff_flop_section`),
+  length l_m2 = 50 mm, density 1820 kg/m^3; PCS with all six strain modes (shear included, as
+  TMTDyn's K_eps = a_c diag(G, G, E)), ``n_segments`` equal segments, Kelvin-Voigt viscosity;
+* six pressure-controlled :class:`~jaxrod.models.pcs.Chamber` at r_o = 8.5 mm, cap area a_p = pi r_p^2, at
+  the angles of Eq. 44 (psi_0 = acos(1 - r_p2^2 / (2 r_o^2)) = 20.3 deg, r_p2 = 3 mm); pairs p0,
+  p1, p2 drive chambers (1, 2), (3, 4), (5, 6), with the measured gauge pressures smoothed as
+  TMTDyn smooths them (9-sample centred moving average), linear in time between samples;
+* the base frame of the data: z from base to tip, the module hangs (gravity +z, as TMTDyn); the
+  rod's local x axis is the world z axis and local (y, z) are world (x, y), so a chamber at the
+  angle psi sits at ``r_o (cos psi, sin psi)`` in both;
+* the tip sensor and mount (m_3 = 13.47 g, l_m3 = 14.5 mm, r_f = 7.5 mm) as a rigid
+  :class:`~jaxrod.models.pcs.TipBody` (a solid cylinder, centre of mass at l_m3 / 2): its inertia
+  and weight;
+* the tracked tip point at l_m3 beyond the rod tip on its axis; the measured tip load (Load1,
+  Load2: force and moment in the base frame, smoothed like the pressures) acts there;
+* not modelled: TMTDyn's hyperelastic/braid "mid-step" update (section and modulus scaled by the
+  stretch), power-law damping (nu = 2; ours is linear), the pneumatics' own dynamics.
+
+The simulated tip is compared as a displacement from the model's own rest equilibrium (zero
+pressure, no load), added to the data's rest tip (0, 0, 64.5 mm), since the data are zeroed at
+t = 0 in the same way (README, preprocessing step 4).
 """
 
 from __future__ import annotations
 
 import math
 
+import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ..cases.stiff_flop import PARAMETERS as STIFF_FLOP  # Table 2, shared with the recordings
-from ..models.pcs import PCSModel, PCSRod
+# paper Table 2 and the recordings
+from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average
+from ..integrate.base import AbstractImplicitModel
+from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
+from ..signals import SampledMotion, Samples
 from ..timestepping import NewmarkBeta
 from ..validation import check_int
 from .scene import Scene
 
-__all__ = ["stiff_flop_actuated", "stiff_flop_passive", "stiff_flop_section"]
+__all__ = [
+    "BASE_ROTATION",
+    "CHAMBER_OUTER_RADIUS",
+    "FITTED",
+    "FITTED_COMMAND",
+    "INITIAL",
+    "StiffFlopModel",
+    "chamber_angles_deg",
+    "predict_tip",
+    "recording_inputs",
+    "rest_tip",
+    "static_tips",
+    "stiff_flop_actuated",
+    "stiff_flop_model",
+    "stiff_flop_passive",
+    "stiff_flop_section",
+]
 
 G = 9.81
 
 def stiff_flop_section():
     """``(area [m^2], (J_polar, J_x, J_y) [m^4])`` of the module's section (module docstring)."""
-    s = STIFF_FLOP
+    s = PARAMETERS
     ra1, ra2, rp, ro = s["lumen_radius"], s["outer_radius"], s["chamber_radius"], s["chamber_offset"]
     # six holes: their own moments (in the pi/4 term) plus the parallel-axis term a_p sum(y_i^2)
     j = math.pi / 4 * (ra2**4 - ra1**4 - 6 * rp**4) - s["chamber_area"] * 3 * ro**2
@@ -71,7 +123,7 @@ def stiff_flop_passive(
     n = check_int("n_segments", n_segments, min=1)
     if not (np.isfinite(viscosity) and viscosity >= 0):
         raise ValueError(f"stiff_flop_passive: viscosity must be a finite number >= 0 Pa s, got {viscosity!r}")
-    s = STIFF_FLOP
+    s = PARAMETERS
     area, moments = stiff_flop_section()
     E, rho, L = s["youngs_modulus"], s["density"], s["length"]
     Gm = E / 3.0
@@ -113,6 +165,212 @@ def stiff_flop_passive(
     )
 
 
+# ---- the actuated module ------------------------------------------------------------------------
+#: chamber outer radius r_p2 [m] (repository), which sets the pair half-spread psi_0
+CHAMBER_OUTER_RADIUS = 3e-3
+#: world-from-rod rotation: columns are the rod's local (x, y, z) = world (z, x, y)
+BASE_ROTATION = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+
+#: the starting values of the fit: Table 2 (E, G = E/3), no pressure gain, ~10% critical damping
+INITIAL = {"youngs_modulus": 205e3, "shear_ratio": 1.0 / 3.0, "viscosity": 200.0, "pressure_gain": 1.0}
+
+#: Fitted values: NoLoad 0-29 s, 3 PCS segments, dt 0.05 s, E and the viscosity free (G/E = 1/3
+#: and the gain fixed), L-BFGS from :data:`INITIAL`, converged (|grad| 7e-7) after 18 iterations,
+#: training loss 1.874 -> 0.578 mm^2 (mean squared tip-coordinate error); produced by FITTED_COMMAND.
+FITTED = {"youngs_modulus": 130508.0, "shear_ratio": 1.0 / 3.0, "viscosity": 1192.58, "pressure_gain": 1.0}
+FITTED_COMMAND = "jaxrod calibrate stiff-flop --out results/stiff_flop --max-iters 20"
+
+
+def chamber_angles_deg(psi0_deg: float | None = None) -> np.ndarray:
+    """``(6,)`` chamber angles [deg] of Eq. 44: ``psi_{2i-1,2i} = 90 - 120 (i - 1) -+ psi_0``,
+    ``psi_0 = acos(1 - r_p2^2 / (2 r_o^2))`` (20.3 deg) unless given."""
+    if psi0_deg is None:
+        ro = PARAMETERS["chamber_offset"]
+        psi0_deg = math.degrees(math.acos(1 - CHAMBER_OUTER_RADIUS**2 / (2 * ro**2)))
+    centre = 90.0 - 120.0 * np.repeat(np.arange(3), 2)
+    return centre + np.tile([-psi0_deg, psi0_deg], 3)
+
+
+def recording_inputs(rec: Recording, *, smooth: bool = True):
+    """``(times (T,), pressures (T, 3) [Pa], load (T, 6) [N m, N] or None)`` of a recording, the
+    pressures and tip loads smoothed as TMTDyn does (``smooth_moving_average``, span 10); ``load``
+    is ``[moment; force]`` in the base frame at the tip point."""
+    f = smooth_moving_average if smooth else np.asarray
+    load = None
+    if rec.tip_force is not None:
+        load = np.concatenate([f(rec.tip_moment), f(rec.tip_force)], axis=1)
+    return rec.times, f(rec.pressures), load
+
+
+class StiffFlopModel(AbstractImplicitModel):
+    """A :class:`~jaxrod.models.pcs.PCSModel` (chambers, tip body) plus a measured load at the
+    tracked tip point, ``sensor_length`` [m] beyond the rod tip on its axis.
+
+    Attributes:
+        pcs: the rod model (gravity, chambers, tip body).
+        load: ``SampledMotion`` of ``(T, 6)`` world ``[moment; force]`` [N m, N] at the tip point
+            (dead: fixed in the world), or ``None``.
+        sensor_length: l_m3 [m] (static).
+    """
+
+    pcs: PCSModel
+    load: SampledMotion | None
+    sensor_length: float = eqx.field(static=True)
+
+    def tip_point(self, q):
+        """``(3,)`` world position [m] of the tracked tip point."""
+        R, p = self.pcs.segment_end_poses(q)
+        return p[-1] + self.sensor_length * R[-1][:, 0]
+
+    def residual(self, q, v, a, t, aux):
+        pcs = self.pcs
+        if self.load is not None:
+            # the measured load acts at the tip point: as a dead wrench at the rod tip, its moment
+            # gains the lever of the sensor, which turns with the tip (hence a function of q)
+            w = self.load(t)
+            R, _ = pcs.segment_end_poses(q)
+            lever = self.sensor_length * R[-1][:, 0]
+            at_tip = jnp.concatenate([w[:3] + jnp.cross(lever, w[3:]), w[3:]])
+            pcs = eqx.tree_at(lambda m: m.tip_wrench, pcs, pcs.tip_wrench + at_tip)
+        return pcs.residual(q, v, a, t, aux)
+
+    def with_load_factor(self, s):
+        return eqx.tree_at(lambda m: m.pcs, self, self.pcs.with_load_factor(s))
+
+    def fixed_mask(self):
+        return self.pcs.fixed_mask()
+
+    def prescribed(self, t):
+        return self.pcs.prescribed(t)
+
+    def init_aux(self, q):
+        return None
+
+    def update_aux(self, q, aux):
+        return aux
+
+    def default_linear_solver(self):
+        return self.pcs.default_linear_solver()
+
+    def initial_state(self):
+        return self.pcs.initial_state()
+
+    def observe(self, q, v, aux):
+        """``positions``: the rod centreline and, last, the tip point (``Trajectory.tip``)."""
+        p = self.pcs.observe(q, v, aux)["positions"]
+        return {"positions": jnp.concatenate([p, self.tip_point(q)[None]], axis=0)}
+
+
+def stiff_flop_model(
+    times,
+    pressures,
+    load=None,
+    *,
+    youngs_modulus=INITIAL["youngs_modulus"],
+    shear_ratio=INITIAL["shear_ratio"],
+    viscosity=INITIAL["viscosity"],
+    pressure_gain=INITIAL["pressure_gain"],
+    n_segments: int = 3,
+    tip_body: bool = True,
+) -> StiffFlopModel:
+    """The actuated module (module docstring).
+
+    Args:
+        times: ``(T,)`` sample times [s]; pressures: ``(T, 3)`` gauge pressures of pairs p0, p1, p2
+            [Pa]; load: ``(T, 6)`` ``[moment; force]`` on the tip point [N m, N] or ``None``.
+        youngs_modulus: E [Pa]; shear_ratio: G / E; viscosity: Kelvin-Voigt mu [Pa s];
+        pressure_gain: factor on the cap area (equivalently on the pressures) [-]. All may be
+            traced (fitting).
+        n_segments: PCS segments (>= 1); tip_body: include the tip sensor's inertia and weight.
+    """
+    n = check_int("n_segments", n_segments, min=1)
+    s = PARAMETERS
+    times = jnp.asarray(times, dtype=float)
+    pressures = jnp.asarray(pressures, dtype=float)
+    if pressures.ndim != 2 or pressures.shape != (times.shape[0], 3):
+        raise ValueError(f"pressures must be (T, 3) with T = {times.shape[0]} samples, got {pressures.shape}")
+    area, moments = stiff_flop_section()
+    E = jnp.asarray(youngs_modulus, dtype=float)
+    rod = PCSRod(
+        length=s["length"],
+        n_segments=n,
+        area=jnp.asarray(area),
+        second_moments=jnp.asarray(moments),
+        youngs_modulus=E,
+        shear_modulus=E * jnp.asarray(shear_ratio, dtype=float),
+        density=jnp.asarray(s["density"]),
+        viscosity=jnp.asarray(viscosity, dtype=float),
+        rest_strain=jnp.tile(jnp.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), (n, 1)),
+    )
+    ro, ap = s["chamber_offset"], s["chamber_area"]
+    cap = ap * jnp.asarray(pressure_gain, dtype=float)
+    chambers = tuple(
+        Chamber(
+            (ro * math.cos(math.radians(psi)), ro * math.sin(math.radians(psi))),
+            cap,
+            pressure=1.0,  # [Pa] times the measured samples in Pa
+            profile=Samples(times, pressures[:, k // 2]),
+        )
+        for k, psi in enumerate(chamber_angles_deg())
+    )
+    body = None
+    if tip_body:
+        m3, l3, rf = s["sensor_mass"], s["sensor_length"], s["sensor_radius"]
+        # solid cylinder about its centre; local x is its axis
+        I_axial, I_trans = m3 * rf**2 / 2, m3 * (3 * rf**2 + l3**2) / 12
+        body = TipBody(m3, (l3 / 2, 0.0, 0.0), np.diag([I_axial, I_trans, I_trans]))
+    pcs = PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers,
+                   section_radius=s["outer_radius"])
+    motion = None if load is None else SampledMotion(times, load)
+    return StiffFlopModel(pcs, motion, float(s["sensor_length"]))
+
+
+def rest_tip() -> np.ndarray:
+    """The data's rest tip point (0, 0, 64.5 mm) [m]."""
+    return np.array([0.0, 0.0, TIP_LENGTH])
+
+
+def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_segments: int = 3, substeps: int = 1):
+    """Simulated tip point ``(n_steps + 1, 3)`` [m] at ``t0, t0 + 0.05, ...`` [s] and the
+    ``(n_steps + 1,)`` validity flags, for parameter ``values`` (a dict with the keys of
+    :data:`INITIAL`; arrays may be traced).
+
+    The run starts from the static equilibrium at ``t0`` (the inputs held at their ``t0`` values)
+    and steps with Newmark-beta (average acceleration) at ``0.05 / substeps`` s. The tip is
+    reported as a displacement from the model's rest equilibrium (inputs at t = 0: zero by the
+    data's construction) added to the data's rest tip (0, 0, 64.5 mm). Jit-able with ``t0``,
+    ``n_steps``, ``n_segments`` and ``substeps`` static.
+    """
+    from ..integrate import simulate, solve_static
+    from ..timestepping import NewmarkBeta
+
+    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
+    rest, _ = solve_static(model, t=0.0, throw=False)
+    start, _ = solve_static(model, t=t0, throw=False)
+    k = int(substeps)
+    traj = simulate(
+        model, dt=SAMPLE_DT / k, n_steps=int(n_steps) * k, state0=start, t0=t0, scheme=NewmarkBeta(),
+        save_every=k, throw=False, fallback=False,  # one scheme compiled: the fit differentiates it
+    )
+    return traj.tip - model.tip_point(rest.q) + rest_tip(), traj.valid
+
+
+def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3):
+    """``(K, 3)`` tip points [m] of the static equilibria with the inputs at ``at_times (K,)`` [s]
+    (TMTDyn's "Equil." study), displacement-based as :func:`predict_tip`."""
+    from ..integrate import solve_static
+
+    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
+    rest, _ = solve_static(model, t=0.0, throw=False)
+    base = model.tip_point(rest.q)
+
+    def one(t):
+        st, _ = solve_static(model, t=t, state0=rest, throw=False)
+        return model.tip_point(st.q)
+
+    return jax.lax.map(one, jnp.asarray(at_times, dtype=float)) - base + rest_tip()
+
+
 def stiff_flop_actuated(
     *,
     recording: str = "NoLoad",
@@ -122,32 +380,30 @@ def stiff_flop_actuated(
     duration: float | None = None,
 ) -> Scene:
     """The actuated module driven by a measured recording (``stiff-flop``): the PCS model of
-    :mod:`jaxrod.cases.stiff_flop_model` (six chambers fed the smoothed measured pressures, the tip
+    :func:`stiff_flop_model` (six chambers fed the smoothed measured pressures, the tip
     sensor as a rigid body, the measured tip load in Load1/Load2), hanging (gravity +z from base
     to tip), starting from its rest equilibrium, Newmark-beta at the data rate (0.05 s).
 
     Args:
         recording: ``"NoLoad"``, ``"Load1"``, ``"Load2"`` or a CSV path (the data are read from
-            ``shared/data/stiff-flop/``, see :mod:`jaxrod.cases.stiff_flop`).
+            ``shared/data/stiff-flop/``, see :mod:`jaxrod.datasets.stiff_flop`).
         n_segments: PCS segments (>= 1).
         fitted: use the fitted E, G/E and viscosity (``FITTED``) instead of Table 2's values.
         dt, duration: time step and simulated time [s] (default 0.05 s and the whole recording).
     """
-    from ..cases import stiff_flop as sf
-    from ..cases import stiff_flop_model as sm
     from ..integrate import solve_static
 
-    rec = sf.read_recording(recording)
-    times, p, load = sm.recording_inputs(rec)
-    values = sm.FITTED if fitted else sm.INITIAL
-    model = sm.stiff_flop_model(times, p, load, n_segments=n_segments, **values)
+    rec = read_recording(recording)
+    times, p, load = recording_inputs(rec)
+    values = FITTED if fitted else INITIAL
+    model = stiff_flop_model(times, p, load, n_segments=n_segments, **values)
     rest, _ = solve_static(model, t=0.0)
     return Scene(
         "stiff-flop",
         f"STIFF-FLOP module ({n_segments} PCS segments, {'fitted' if fitted else 'Table 2'} parameters) "
         f"driven by the measured {rec.name} pressures" + ("" if load is None else " and tip load"),
         model,
-        dt=sf.SAMPLE_DT if dt is None else dt,
+        dt=SAMPLE_DT if dt is None else dt,
         duration=float(rec.times[-1]) if duration is None else duration,
         scheme=NewmarkBeta(),
         state0=rest,

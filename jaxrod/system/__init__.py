@@ -1,17 +1,17 @@
-"""Systems built from models: rigid bodies, joints, constraints, model files and modal analysis.
+"""Systems built from models: rigid bodies, joints, constraints and rods attached to bodies.
 
 * :mod:`jaxrod.system.bodies`, :mod:`jaxrod.system.joints`, :mod:`jaxrod.system.multibody`:
   rigid bodies joined by joints (Lagrange multipliers), an implicit model
   (:class:`~jaxrod.system.multibody.MultibodySystem`) for :func:`jaxrod.simulate`.
-* :mod:`jaxrod.system.modal`: linear modal analysis of any implicit model
-  (:func:`~jaxrod.system.modal.modal`, :class:`~jaxrod.system.modal.ModalResult`).
+* modal analysis of a system (any implicit model) is :func:`jaxrod.modal`
+  (:mod:`jaxrod.analysis.modal`).
 """
 
+from ..signals import SampledTrajectory
 from .bodies import RigidBody
 from .joints import AbstractJoint, Fixed, PlanarPin, Revolute, Spherical
 from .forces import AbstractForce, Damper, ForceSet, JointTorque, PDController, PointForce, Spring, TorsionDamper, TorsionSpring  # noqa: E501,I001
-from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, SampledTrajectory, Universal
-from .modal import ModalResult, modal
+from .joints import Planar, PrescribedAngle, PrescribedDisplacement, Prismatic, Universal
 from .multibody import BodyFrames, MultibodySystem
 from .multibody import RedundantConstraintWarning
 
@@ -19,7 +19,6 @@ __all__ = [
     "AbstractJoint",
     "BodyFrames",
     "Fixed",
-    "ModalResult",
     "MultibodySystem",
     "Planar",
     "PlanarPin",
@@ -32,7 +31,6 @@ __all__ = [
     "SampledTrajectory",
     "Spherical",
     "Universal",
-    "modal",
 ]
 __all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501
 from .hybrid import HybridSystem, RodClamp, RodPin  # noqa: E402  rods attached to bodies (issue 14 item 2)

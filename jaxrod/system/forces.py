@@ -72,7 +72,8 @@ import numpy as np
 from ..geometry import rotation_matrix
 from ..validation import one_or_many
 from .bodies import RigidBody, _check_vector, _f64
-from .joints import Revolute, _check_bodies, _frame_from_axis as _frame
+from .joints import Revolute, _check_bodies, _group_joints
+from .joints import _frame_from_axis as _frame
 
 MODES = ("both", "tension", "compression")
 
@@ -465,8 +466,6 @@ class ForceSet(eqx.Module):
     frames: jax.Array
 
     def __init__(self, forces, bodies):
-        from .multibody import _group_joints  # grouping is shared with the joints (import cycle)
-
         forces, names = one_or_many(forces), [b.name for b in bodies]
         index = {n: i for i, n in enumerate(names)}
         ends, anchors, frames = [], [], []

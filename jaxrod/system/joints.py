@@ -41,7 +41,7 @@ the stop is penetrated by ``load / limit_stiffness`` and a very stiff stop needs
 resolve its contact time ``~ pi sqrt(m_eff / limit_stiffness)``.
 
 Prescribed motion (:class:`PrescribedDisplacement`, :class:`PrescribedAngle`): a rheonomic
-constraint whose trajectory is a callable ``t [s] -> value``; :class:`SampledTrajectory` turns
+constraint whose trajectory is a callable ``t [s] -> value``; :class:`~jaxrod.signals.SampledTrajectory` turns
 sampled data ``(times, values)`` into one (a C2 cubic spline whose arrays are differentiable
 leaves: new data reuse the compiled program). The multiplier of the row is the force [N] (torque
 [N m]) the constraint exerts on body 2 along (about) its axis: how measured data drives a model
@@ -51,6 +51,7 @@ and what force it took.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Callable, ClassVar
 
 import equinox as eqx
@@ -398,56 +399,6 @@ class PlanarPin(_AxisJoint):
 
 
 # ----------------------------------------------------------------------------- prescribed motion
-class SampledTrajectory(eqx.Module):
-    """A trajectory ``t [s] -> value`` through sampled data: the natural C2 cubic spline through
-    ``(times, values)`` (so velocities and accelerations, hence constraint forces, are
-    continuous), held constant at the end values outside ``[times[0], times[-1]]``.
-
-    ``times`` and ``values`` are array leaves: new data of the same length reuse the compiled
-    program, and gradients with respect to ``values`` flow through the spline (its second
-    derivatives are one tridiagonal solve per evaluation, ``O(K)``).
-
-    Attributes:
-        times: ``(K,)`` strictly increasing sample times [s], ``K >= 2``.
-        values: ``(K,)`` samples (the unit of the constraint that uses it: m or rad).
-    """
-
-    times: jax.Array = eqx.field(converter=_f64)
-    values: jax.Array = eqx.field(converter=_f64)
-
-    def __check_init__(self):
-        if isinstance(self.times, jax.core.Tracer) or isinstance(self.values, jax.core.Tracer):
-            return
-        t, y = np.asarray(self.times), np.asarray(self.values)
-        if t.ndim != 1 or t.size < 2 or not np.all(np.isfinite(t)) or not np.all(np.diff(t) > 0):
-            raise ValueError(f"SampledTrajectory.times must be a 1-D strictly increasing array of >= 2 finite "
-                             f"times [s], got shape {t.shape}")
-        if y.shape != t.shape or not np.all(np.isfinite(y)):
-            raise ValueError(f"SampledTrajectory.values must be finite with the shape of times {t.shape}, "
-                             f"got shape {y.shape}")
-
-    def _second_derivatives(self):
-        t, y = self.times, self.values
-        h = jnp.diff(t)
-        k = t.shape[0]
-        slope = jnp.diff(y) / h
-        # natural spline: M_0 = M_{K-1} = 0, interior rows h_{i-1} M_{i-1} + 2 (h_{i-1} + h_i) M_i + h_i M_{i+1}
-        rhs = jnp.zeros(k).at[1:-1].set(6.0 * jnp.diff(slope))
-        diag = jnp.ones(k).at[1:-1].set(2.0 * (h[:-1] + h[1:]))
-        lower = jnp.zeros(k).at[1:-1].set(h[:-1])
-        upper = jnp.zeros(k).at[1:-1].set(h[1:])
-        return jax.lax.linalg.tridiagonal_solve(lower, diag, upper, rhs[:, None])[:, 0]
-
-    def __call__(self, t):
-        ts, y = self.times, self.values
-        M = self._second_derivatives()
-        tc = jnp.clip(t, ts[0], ts[-1])
-        i = jnp.clip(jnp.searchsorted(ts, tc, side="right") - 1, 0, ts.shape[0] - 2)
-        h = ts[i + 1] - ts[i]
-        a, b = (ts[i + 1] - tc) / h, (tc - ts[i]) / h
-        return a * y[i] + b * y[i + 1] + ((a**3 - a) * M[i] + (b**3 - b) * M[i + 1]) * h * h / 6.0
-
-
 def _check_trajectory(owner, fn):
     if not callable(fn):
         raise ValueError(
@@ -470,7 +421,7 @@ class PrescribedDisplacement(_AxisJoint):
     Attributes:
         axis: ``(3,)`` direction in the world frame at assembly.
         trajectory: callable ``t [s] -> displacement [m]`` (traceable; a
-            :class:`SampledTrajectory` or an ``equinox.Module`` keeps its arrays as leaves).
+            :class:`~jaxrod.signals.SampledTrajectory` or an ``equinox.Module`` keeps its arrays as leaves).
     """
 
     trajectory: Callable = None
@@ -509,3 +460,25 @@ class PrescribedAngle(_AxisJoint):
     def constraint(self, P1, P2, F1, F2, t):
         e = self.trajectory(t) - Revolute.angle(F1, F2)
         return jnp.arctan2(jnp.sin(e), jnp.cos(e))[None]
+
+
+def _group_joints(joints):
+    """Joints of the same type and static configuration stacked into one Module each (array
+    fields with a leading joint axis), so the residual traces one vmapped evaluation per type.
+
+    Returns ``(groups, members)``: the stacked joints and, for each, the indices of its joints."""
+    keyed = {}
+    for k, j in enumerate(joints):
+        # body names only select anchors; dropping them lets joints between different bodies share a group
+        n = dataclasses.replace(j, body1=None, body2="_")
+        dyn, static = eqx.partition(n, eqx.is_array)
+        key = (type(j), jax.tree_util.tree_structure(dyn), static)
+        keyed.setdefault(key, (static, [], []))
+        keyed[key][1].append(dyn)
+        keyed[key][2].append(k)
+    groups, members = [], []
+    for static, dyns, idx in keyed.values():
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *dyns)
+        groups.append(eqx.combine(stacked, static))
+        members.append(tuple(idx))
+    return tuple(groups), tuple(members)

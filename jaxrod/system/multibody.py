@@ -85,7 +85,7 @@ Redundancy is decided at the assembly configuration; a mechanism that passes thr
 configuration (a four-bar's dead point) changes rank there and is not handled.
 
 :func:`jaxrod.modal` handles the joints (it solves the static multipliers first and reduces the
-modes to the motions the joints allow; see :mod:`jaxrod.system.modal`).
+modes to the motions the joints allow; see :mod:`jaxrod.analysis.modal`).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ from ..integrate.base import AbstractImplicitModel, State
 from .bodies import RigidBody
 from .forces import ForceSet
 from ..validation import one_or_many
-from .joints import AbstractJoint, PrescribedAngle, PrescribedDisplacement
+from .joints import AbstractJoint, PrescribedAngle, PrescribedDisplacement, _group_joints
 from .structure import multibody_linear_solver
 
 
@@ -586,25 +586,3 @@ class MultibodySystem(AbstractImplicitModel):
     def observe(self, q, v, aux):
         x, psi, _ = self.unpack(q)
         return {"positions": x, "frames": jnp.swapaxes(self.rotations(psi, aux), -1, -2)}
-
-
-def _group_joints(joints):
-    """Joints of the same type and static configuration stacked into one Module each (array
-    fields with a leading joint axis), so the residual traces one vmapped evaluation per type.
-
-    Returns ``(groups, members)``: the stacked joints and, for each, the indices of its joints."""
-    keyed = {}
-    for k, j in enumerate(joints):
-        # body names only select anchors; dropping them lets joints between different bodies share a group
-        n = dataclasses.replace(j, body1=None, body2="_")
-        dyn, static = eqx.partition(n, eqx.is_array)
-        key = (type(j), jax.tree_util.tree_structure(dyn), static)
-        keyed.setdefault(key, (static, [], []))
-        keyed[key][1].append(dyn)
-        keyed[key][2].append(k)
-    groups, members = [], []
-    for static, dyns, idx in keyed.values():
-        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *dyns)
-        groups.append(eqx.combine(stacked, static))
-        members.append(tuple(idx))
-    return tuple(groups), tuple(members)

@@ -1,9 +1,11 @@
 """Cosserat and Kirchhoff rods by implicit time discretisation and shooting in arc length
 (Till, Aloi & Rucker 2019): rod parameters, loads, tendons, the arc-length ODE model, time loop."""
 
-from .loads import Constant, Hat, PointLoad, ReleasedAt, Samples
+from ...actuation.chambers import Chamber
+from ...actuation.tendons import FunctionRouting, HelicalRouting, Routing, SampledRouting, StraightRouting, Tendon
+from ...signals import Constant, Hat, ReleasedAt, Samples
+from .loads import PointLoad
 from .model import CosseratModel
-from .pressure import Chamber
 from .parallel import (
     LegLengths,
     ParallelState,
@@ -20,7 +22,6 @@ from .stepper import (
     shooting_step,
     solve_static_cosserat,
 )
-from .tendons import FunctionRouting, HelicalRouting, Routing, SampledRouting, StraightRouting, Tendon
 
 __all__ = [
     "DEFAULT_SOLVER",

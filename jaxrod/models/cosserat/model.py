@@ -41,12 +41,13 @@ import numpy as np
 
 from ...geometry import quat_to_rotation
 from ...validation import check_finite, check_int, check_nonnegative, check_positive, check_shape, is_traced, one_or_many
-from . import pressure as _pressure
-from .loads import Constant, PointLoad
+from ...actuation.chambers import check_chambers
+from ...actuation.tendons import check_tendons, section_radius_default
+from ...signals import Constant
+from . import actuation as _actuation
+from .actuation import friction_load, path_tangent, tendon_coefficients, termination_loads
+from .loads import PointLoad
 from .rod import CosseratRod
-from .tendons import (
-    check_tendons, friction_load, path_tangent, section_radius_default, tendon_coefficients, termination_loads,
-)
 
 Y_SIZE = 19
 W_SIZE = 12
@@ -124,13 +125,13 @@ class CosseratModel(eqx.Module):
         tip_mass: [kg] (0: none); tip_inertia: ``(3,)`` principal inertia about the body's centre
             of mass in the tip frame [kg m^2]; tip_com: ``(3,)`` centre of mass of the tip body
             in the tip frame [m] (0: at the tip); tip_mass_profile: dimensionless ``profile(t)``
-            scaling mass and inertia (e.g. :class:`~.loads.Samples` ``[1, 1, 0, 0]`` to release a
+            scaling mass and inertia (e.g. :class:`~jaxrod.signals.Samples` ``[1, 1, 0, 0]`` to release a
             grasped object; array leaves, no recompile). The body couples through the distal
             boundary condition after the tendon termination jumps (spec 7.2).
         point_loads: tuple of :class:`~jaxrod.models.cosserat.loads.PointLoad`.
         base_position: ``(3,)`` [m]; base_quaternion: ``(4,)`` scalar-first.
         base_motion: optional ``t -> (p (3,), h (4,))``; base velocities come from its derivative.
-        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (spec 7.2): distributed
+        tendons: tuple of :class:`~jaxrod.actuation.tendons.Tendon` (spec 7.2): distributed
             loads along each tendon's channel (the implicit ``v_s``/``u_s`` form, a 6x6 solve per
             evaluation point; 3x3 for Kirchhoff) and the anchoring point load at its termination.
             With tendons the grid variables gain ``[v_s, u_s]`` (18 per point) for their history.
@@ -150,7 +151,7 @@ class CosseratModel(eqx.Module):
             enforced at the joints. That bounds the growth of errors over one segment: hard steps
             (the impulse near the base, small dt, long rods) converge where simple shooting fails,
             at ~(6 + 19 (K - 1)) / 6 times the cost of a Jacobian.
-        chambers: tuple of :class:`~jaxrod.models.cosserat.pressure.Chamber` (spec 7.3): eq. 18
+        chambers: tuple of :class:`~jaxrod.actuation.chambers.Chamber` (spec 7.3): eq. 18
             distributed loads and the cap wrench at the tip; each volume- or moles-controlled
             chamber adds its pressure to the shooting unknowns (after the segment states) and its
             volume residual to the residual. Checked against ``section_radius`` too.
@@ -230,7 +231,7 @@ class CosseratModel(eqx.Module):
                 )
         if self.chambers:
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
-            _pressure.check_chambers(self.chambers, radius)
+            check_chambers(self.chambers, radius)
 
     # ---- grid ------------------------------------------------------------------------------------
     def grid(self) -> np.ndarray:
@@ -413,7 +414,7 @@ class CosseratModel(eqx.Module):
         grid_vars = [q, w, v, u]
         extra_rates = []
         if self.chambers:  # before the tendon solve, whose n_s, m_s hold every load free of v_s, u_s
-            fp, lp = _pressure.pressure_loads(self.chambers, P.pressures, u, v)
+            fp, lp = _actuation.pressure_loads(self.chambers, P.pressures, u, v)
             ns, ms = (ns + fp, ms + lp) if local else (ns + _mv(R, fp), ms + _mv(R, lp))
         if self.tendons:
             idx = self._length_tendons()
@@ -520,7 +521,7 @@ class CosseratModel(eqx.Module):
     def chamber_pressures(self, x, t, load_factor=1.0):
         """``(n_chambers,)`` gauge pressures [Pa] for shooting unknowns ``x`` at time ``t`` [s]."""
         k, end = self._n_pressure_unknowns, x.shape[0] - len(self._length_tendons())
-        return _pressure.chamber_pressures(self.chambers, x[end - k:end], t, load_factor, self.load_scales()[0])
+        return _actuation.chamber_pressures(self.chambers, x[end - k:end], t, load_factor, self.load_scales()[0])
 
     def _segment_intervals(self) -> int:
         """Grid intervals per shooting segment (the last one may hold fewer real intervals)."""
@@ -698,7 +699,7 @@ class CosseratModel(eqx.Module):
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)
         if self.chambers:  # caps at the distal end: n^b(L) = n^b(L-) - sum P A e3 (zN: L- side)
-            Fc, Mc = _pressure.cap_wrench(self.chambers, P.pressures)
+            Fc, Mc = _actuation.cap_wrench(self.chambers, P.pressures)
             if not local:
                 RL = quat_to_rotation(yN[3:7])
                 Fc, Mc = _mv(RL, Fc), _mv(RL, Mc)
@@ -743,7 +744,7 @@ class CosseratModel(eqx.Module):
         res = [continuity.ravel(), tip]
         if self._n_pressure_unknowns:
             pressures = self.chamber_pressures(x, t, load_factor)
-            res.append(_pressure.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
+            res.append(_actuation.volume_residuals(self.chambers, self.chamber_volumes(w, w_stages), pressures, t,
                                                   load_factor, self.rod.length))
         idx = self._length_tendons()
         if idx:
@@ -757,7 +758,7 @@ class CosseratModel(eqx.Module):
         """``(n_chambers,)`` chamber volumes ``int A |v + u x r| ds`` [m^3] of a state's grid
         variables ``w (N, w_size)``, ``w_stages (N-1, n_stages, w_size)`` (the integrator's quadrature)."""
         ds = jnp.diff(jnp.asarray(self.grid()))
-        return _pressure.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
+        return _actuation.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
 
     def stepper(self, scheme=None, solver=None, *, fallback=False):
         """The :class:`~jaxrod.models.cosserat.stepper.ShootingStepper` that :func:`jaxrod.simulate`

@@ -51,7 +51,7 @@ from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import NewtonResult, NewtonSolver, newton_solve, placeholder_factorization
 from ...timestepping import DifferenceFormula
 from ...validation import check_finite, check_nonnegative, check_positive, check_shape, is_traced
-from .loads import Constant
+from ...signals import Constant
 from .model import CosseratModel, StepConstants
 from .rod import CosseratRod
 

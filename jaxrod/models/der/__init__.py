@@ -1,14 +1,16 @@
 """Discrete elastic rods (DisMech/Bergou et al.): frames.py (kinematics), energies.py,
 rod.py (:class:`DERRod`), contact.py (IMC contact and smooth Coulomb friction:
 :class:`FloorContact`, :class:`RodRodContact`), dynamics.py (:class:`DERModel`),
-network.py (:class:`DERNetwork`: several rods joined by elastic joints), motion.py (boundary motion
-as data: :class:`SampledMotion`, measured clamp poses :class:`ClampMotion`)."""
+network.py (:class:`DERNetwork`: several rods joined by elastic joints), motion.py (measured clamp
+poses :class:`ClampMotion`; sampled prescribed values :class:`~jaxrod.signals.SampledMotion` and the
+actuation ramp :class:`~jaxrod.signals.LinearRamp` are in :mod:`jaxrod.signals`)."""
 
+from ...signals import LinearRamp, SampledMotion
 from .contact import FloorContact, RodRodContact
 from .dynamics import DER_BANDWIDTH, ContactAux, DERModel, first_mode_velocity
 from .frames import ReferenceFrames
-from .motion import ClampMotion, SampledMotion, clamp_frame, quaternion_to_matrix
-from .network import DERNetwork, Joint, LinearRamp
+from .motion import ClampMotion, clamp_frame, quaternion_to_matrix
+from .network import DERNetwork, Joint
 from .rod import DERRod, helix_points
 
 __all__ = [

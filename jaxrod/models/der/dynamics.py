@@ -44,9 +44,10 @@ from .frames import (
     transport_directors,
     update_frames,
 )
-from .motion import MIN_AXIS_COSINE, ClampMotion, interp_linear
+from ...signals import interp_linear
+from .motion import MIN_AXIS_COSINE, ClampMotion
 from .rod import DERRod
-from .tendons import node_arclengths, tendon_length
+from .actuation import node_arclengths, tendon_length
 
 #: Half-bandwidth of the DER Jacobian in the flattened (N, 4) layout.
 DER_BANDWIDTH = 10
@@ -110,12 +111,12 @@ class DERModel(AbstractImplicitModel):
             implicit step's velocity. With self-contact, ``aux`` is a :class:`ContactAux` (frames
             plus the candidate pairs, refreshed after every step) and the default linear solver is
             dense. ``()`` (default): exactly the contact-free model.
-        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` anchored at their
-            termination (``None``: the tip; :mod:`jaxrod.models.der.tendons`): loads
+        tendons: tuple of :class:`~jaxrod.actuation.tendons.Tendon` anchored at their
+            termination (``None``: the tip; :mod:`jaxrod.models.der.actuation`): loads
             ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
             length from the midpoint of edge 0.
         chambers: tuple of pressure-controlled chambers along the whole rod
-            (:class:`~jaxrod.models.cosserat.pressure.Chamber`: offset ``(2,)`` [m] in the
+            (:class:`~jaxrod.actuation.chambers.Chamber`: offset ``(2,)`` [m] in the
             ``(m1, m2)`` section plane, cap ``area`` A [m^2], gauge pressure
             ``pressure_at(t)`` [Pa] at time ``t`` [s]). A chamber's volume is
             ``A l``, ``l`` the length of its channel polyline (a straight tendon's, to the tip), so
@@ -430,7 +431,7 @@ class DERModel(AbstractImplicitModel):
     def tendon_forces(self, q, t, aux):
         """``(N, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq``, and of the chambers,
         ``+P(t) A dl/dq`` (zero without either)."""
-        from ..cosserat.tendons import StraightRouting
+        from ...actuation.tendons import StraightRouting
 
         pulls = [(td.routing, td.termination, td.tension_at(t)) for td in self.tendons] + [
             (StraightRouting(ch.offset), None, -ch.area * ch.pressure_at(t)) for ch in self.chambers
@@ -459,7 +460,7 @@ class DERModel(AbstractImplicitModel):
 
 
 def _check_der_tendons(tendons, rod: DERRod, section_radius):
-    from ..cosserat.tendons import check_tendons, check_tension_controlled
+    from ...actuation.tendons import check_tendons, check_tension_controlled
 
     tendons = one_or_many(tendons)
     check_tension_controlled(tendons, "DER")
@@ -471,7 +472,7 @@ def _check_der_tendons(tendons, rod: DERRod, section_radius):
 
 
 def _check_der_chambers(chambers, rod: DERRod, section_radius):
-    from ..cosserat.pressure import check_chambers
+    from ...actuation.chambers import check_chambers
 
     chambers = one_or_many(chambers)
     check_chambers(chambers, rod.radius if section_radius is None else section_radius, pressure_only="DER")

@@ -1,6 +1,6 @@
-"""Boundary motion given as data: sampled prescribed values (:class:`SampledMotion`) and measured
-clamp poses with absolute orientations (:class:`ClampMotion`), for rods driven by measured motion
-(e.g. a cable held by two robot grippers).
+"""Boundary motion given as data: sampled prescribed values (:class:`~jaxrod.signals.SampledMotion`,
+in :mod:`jaxrod.signals`) and measured clamp poses with absolute orientations (:class:`ClampMotion`),
+for rods driven by measured motion (e.g. a cable held by two robot grippers).
 
 Both are equinox Modules whose times, positions and orientations are *array leaves*: a
 :class:`~jaxrod.models.der.DERModel` holding them compiles once per structure (number of nodes,
@@ -31,73 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...signals import _check_times
 from ...validation import check_finite, check_shape, is_traced
 from .frames import initial_frames
 
-__all__ = ["ClampMotion", "SampledMotion", "clamp_frame", "quaternion_to_matrix"]
+__all__ = ["ClampMotion", "clamp_frame", "quaternion_to_matrix"]
 
 #: smallest allowed cosine between a clamp's axis and its axis at q0 (~155 degrees)
 MIN_AXIS_COSINE = -0.9
-
-
-def interp_linear(times, values, t):
-    """Piecewise-linear interpolation of ``values (T, ...)`` sampled at increasing ``times (T,)``
-    [s] at the scalar time ``t`` [s]; the end values are held outside ``[times[0], times[-1]]``."""
-    T = times.shape[0]
-    if T == 1:
-        return values[0]
-    i = jnp.clip(jnp.searchsorted(times, t, side="right") - 1, 0, T - 2)
-    w = jnp.clip((t - times[i]) / (times[i + 1] - times[i]), 0.0, 1.0)
-    return (1.0 - w) * values[i] + w * values[i + 1]
-
-
-def _check_times(name, times):
-    times = jnp.asarray(times, dtype=float)
-    check_shape(name, times, (None,))
-    if times.shape[0] < 1:
-        raise ValueError(f"{name} must hold at least one sample time, got shape {times.shape}")
-    check_finite(name, times)
-    if not is_traced(times):
-        bad = np.flatnonzero(np.diff(np.asarray(times)) <= 0)
-        if bad.size:
-            raise ValueError(
-                f"{name} must be strictly increasing [s]; it is not after sample(s) {bad[:5].tolist()}"
-            )
-    return times
-
-
-class SampledMotion(eqx.Module):
-    """Prescribed values of a model's fixed DOFs sampled in time (array leaves: traced).
-
-    Attributes:
-        times: ``(T,)`` strictly increasing sample times [s].
-        values: ``(T, *shape)`` the model's ``q`` at those times (``(T, N, 4)`` for a DER rod:
-            positions [m] and edge twist angles [rad] relative to the reference frame); only the
-            entries of fixed DOFs are used.
-    """
-
-    times: jax.Array
-    values: jax.Array
-
-    def __init__(self, times, values):
-        self.times = _check_times("times", times)
-        self.values = jnp.asarray(values, dtype=float)
-        if self.values.ndim < 1 or self.values.shape[0] != self.times.shape[0]:
-            raise ValueError(
-                f"values must have one entry per sample time ({self.times.shape[0]}) along axis 0, "
-                f"got shape {self.values.shape}"
-            )
-        check_finite("values", self.values)
-
-    @classmethod
-    def from_function(cls, fn, times) -> SampledMotion:
-        """Sample ``fn(t) -> q`` at ``times (T,)`` [s]."""
-        times = _check_times("times", times)
-        return cls(times, jax.vmap(lambda t: jnp.asarray(fn(t), dtype=float))(times))
-
-    def __call__(self, t):
-        """Values at time ``t`` [s] (linear in time between samples)."""
-        return interp_linear(self.times, self.values, t)
 
 
 def quaternion_to_matrix(q):

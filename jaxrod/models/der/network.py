@@ -133,7 +133,6 @@ __all__ = [
     "ColouredJacobianSolver",
     "DERNetwork",
     "Joint",
-    "LinearRamp",
     "NetworkContactAux",
     "NetworkTopology",
     "colour_columns",
@@ -147,24 +146,6 @@ def integrated_curvature(kappa, voronoi):
     """DisMech's integrated natural curvature ``2 tan(kappa V / 2)`` (dimensionless) of a node
     with Voronoi length ``voronoi`` [m] on an arc of curvature ``kappa`` [1/m] (broadcasting)."""
     return 2.0 * jnp.tan(0.5 * jnp.asarray(kappa) * jnp.asarray(voronoi))
-
-
-class LinearRamp(eqx.Module):
-    """Actuation map ``(t, stored) -> clip((t - start) / duration, 0, 1) * stored``: ramps the
-    stored natural curvature (or twist) from zero to its value over ``[start, start + duration]``
-    [s]. Hashable, so two equal ramps share compiled programs; use it as
-    ``natural_curvature_fn=LinearRamp(1.0)``. (Scaling the integrated curvature scales
-    ``tan(phi/2)``, not the turning angle ``phi``; the two differ by O(phi^2).)"""
-
-    duration: float = eqx.field(static=True)
-    start: float = eqx.field(static=True, default=0.0)
-
-    def __check_init__(self):
-        if not (float(self.duration) > 0):
-            raise ValueError(f"LinearRamp.duration must be > 0 s, got {self.duration}")
-
-    def __call__(self, t, stored):
-        return jnp.clip((t - self.start) / self.duration, 0.0, 1.0) * stored
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ cmtm.py: the paper's CMTM analytic gradients of the inverse dynamics (d tau / d 
 and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newton Jacobians.
 """
 
-from ..cosserat.pressure import Chamber
+from ...actuation.chambers import Chamber
 from .actuation import chamber_forces
 from .cmtm import cmtm_jacobians, inverse_dynamics_gradients, newmark_jacobian
 from .dynamics import PCSModel, PCSRod, TipBody, inverse_dynamics

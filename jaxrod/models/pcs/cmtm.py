@@ -39,14 +39,16 @@ the recursion for ``jax.jacfwd`` of the inverse dynamics (``6 n`` for one Newton
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .dynamics import PCSModel, PCSRod, _gauss_legendre
-from .kinematics import ad, coad, expA_inv, tangent_C_and_dot
+from .kinematics import _gauss_legendre, ad, coad, expA_inv, tangent_C_and_dot
+
+if TYPE_CHECKING:  # annotations only: dynamics.py imports this module
+    from .dynamics import PCSModel, PCSRod
 
 __all__ = [
     "IDGradients",

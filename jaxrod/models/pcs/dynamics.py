@@ -38,9 +38,12 @@ from ...validation import (
 )
 from ...integrate.base import AbstractImplicitModel, State
 from .actuation import chamber_forces
+from .cmtm import cmtm_generalized_forces
+from .actuation import tendon_forces as pcs_tendon_forces
 from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
+    _gauss_legendre,
     ad,
     expA_inv,
     forward_kinematics,
@@ -51,7 +54,6 @@ from .kinematics import (
     tangent_C,
     velocities_at,
 )
-from .tendons import tendon_forces as pcs_tendon_forces
 
 
 class PCSRod(eqx.Module):
@@ -211,11 +213,6 @@ class TipBody(eqx.Module):
         return jnp.concatenate([top, bottom], axis=0)
 
 
-def _gauss_legendre(n_quad):
-    x, w = np.polynomial.legendre.leggauss(int(n_quad))
-    return 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
-
-
 def inverse_dynamics(
     rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, tip_inertia=None, n_quad=4
 ):
@@ -283,13 +280,13 @@ class PCSModel(AbstractImplicitModel):
             gradients of :mod:`jaxrod.models.pcs.cmtm` (same values to round-off).
         tip_body: optional :class:`TipBody` welded to the tip (its inertia and weight; autodiff
             Jacobian only).
-        chambers: tuple of pressure-controlled :class:`~jaxrod.models.cosserat.pressure.Chamber`
+        chambers: tuple of pressure-controlled :class:`~jaxrod.actuation.chambers.Chamber`
             (offset ``(r_y, r_z)``; :mod:`jaxrod.models.pcs.actuation`): their generalised forces,
             scaled by ``load_factor``, enter :meth:`residual` at time ``t``.
-        tendons: tuple of :class:`~jaxrod.models.cosserat.tendons.Tendon` (arc length from the
+        tendons: tuple of :class:`~jaxrod.actuation.tendons.Tendon` (arc length from the
             base, offsets in the Cosserat section frame ``(d1, d2) = (local y, local z)``):
             generalised forces ``-tau(t) dl/dq`` of each cable's length ``l``
-            (:mod:`jaxrod.models.pcs.tendons`), scaled by ``load_factor``.
+            (:mod:`jaxrod.models.pcs.actuation`), scaled by ``load_factor``.
         section_radius: radius [m] holding the tendon channels and the chambers (``None``: the
             equivalent radius ``sqrt(area / pi)`` of the backbone); checked at construction.
     """
@@ -340,15 +337,15 @@ class PCSModel(AbstractImplicitModel):
             if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
                 raise ValueError("base_rotation must be a rotation matrix")
         if self.chambers or self.tendons:
-            from ..cosserat.tendons import section_radius_default
+            from ...actuation.tendons import section_radius_default
 
             radius = section_radius_default(self.rod) if self.section_radius is None else self.section_radius
         if self.chambers:
-            from ..cosserat.pressure import check_chambers
+            from ...actuation.chambers import check_chambers
 
             check_chambers(self.chambers, radius, pressure_only="PCS")
         if self.tendons:
-            from ..cosserat.tendons import check_tendons, check_tension_controlled
+            from ...actuation.tendons import check_tendons, check_tension_controlled
 
             check_tension_controlled(self.tendons, "PCS")
             grid = np.linspace(0.0, self.rod.length, 4 * int(self.rod.n_segments) + 1)
@@ -384,8 +381,6 @@ class PCSModel(AbstractImplicitModel):
     def generalized_forces(self, q, v, a):
         """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench included)."""
         if self.jacobian == "cmtm":
-            from .cmtm import cmtm_generalized_forces
-
             return cmtm_generalized_forces(self, q, v, a)
         return self._generalized_forces_autodiff(q, v, a)
 

@@ -606,3 +606,9 @@ class StrainBasis(eqx.Module):
     def project_force(self, tau):
         """Reduced generalized force ``B^T tau``; ``(..., 6) -> (..., m)``."""
         return jnp.einsum("ji,...j->...i", self.B, tau)
+
+
+def _gauss_legendre(n_quad):
+    """Gauss-Legendre ``(nodes, weights)`` of ``n_quad`` points on ``[0, 1]`` (NumPy, static)."""
+    x, w = np.polynomial.legendre.leggauss(int(n_quad))
+    return 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]

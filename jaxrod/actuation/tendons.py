@@ -1,31 +1,24 @@
-"""Tendon actuation of the shooting rod (Till, Aloi & Rucker 2019 sec. 5.2; Rucker & Webster 2011).
+"""Tendons, usable by every rod model: the routing ``r(s)`` of the channel (:class:`Routing` and
+its family) and :class:`Tendon` (tension or motor-displacement control, termination, friction), with
+the eager checks every model applies to its tendons. Definitions only: the loads a tendon puts on a
+rod are each model's own (:mod:`jaxrod.models.cosserat.actuation`, :mod:`jaxrod.models.der.actuation`,
+:mod:`jaxrod.models.pcs.actuation`).
 
 A tendon runs in a channel at offset ``r(s)`` from the backbone, in the local cross-section frame,
-from the base to its termination at reference arc length ``s_t``. Frictionless and massless, it
-carries one tension ``tau`` along its whole length and loads the backbone
-
-* over ``0 < s < s_t`` with the distributed force ``f_c = tau d/ds (p_si / |p_si|)`` (its pull
-  toward the centre of curvature of its own path ``p_i = p + R r``) and the moment of that force
-  about the backbone, which in backbone kinematics read ``f_c = R (a + A v_s + G u_s)``,
-  ``l_c = R (b + G^T v_s + H u_s)`` (spec 7.2): they depend on the strain derivatives, so the
-  model solves the symmetric 6x6 system ``Phi [v_s; u_s] = ...`` at every evaluation point;
-* at ``s_t`` with the point force ``F^b = -tau p_si^b / |p_si^b|`` and moment ``r x F^b``
-  (local frame), the pull of the anchored tendon back toward the base.
-
-A tendon is driven by its tension or, with ``control="displacement"``, by its motor displacement
-(the tension then becomes a shooting unknown fixed by the tendon's length, with compliance); an
-optional friction-damping coefficient ``beta`` adds the sliding-friction approximation of the
-paper's experimental robot (see :class:`Tendon`).
+from the base to its termination at reference arc length ``s_t``. It is driven by its tension or,
+with ``control="displacement"`` (shooting model only), by its motor displacement (the tension then
+becomes an unknown fixed by the tendon's length, with compliance); an optional friction-damping
+coefficient ``beta`` adds the sliding-friction approximation of Till et al.'s experimental robot
+(see :class:`Tendon`).
 
 Routings are Modules whose parameters are array leaves: changing an offset, a helix rate or the
-samples of an arbitrary routing does not recompile. ``r_s`` and ``r_ss`` come from forward-mode
-differentiation of ``r(s)``, so any smooth routing works.
+samples of an arbitrary routing does not recompile. The models differentiate ``r(s)`` in forward
+mode, so any smooth routing works.
 """
 
 from __future__ import annotations
 
 import abc
-
 from collections.abc import Callable
 
 import equinox as eqx
@@ -33,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...validation import check_finite, check_nonnegative, check_positive, check_scalar, check_shape, is_traced
-from .loads import Constant, Samples
+from ..signals import Constant, Samples
+from ..validation import check_finite, check_nonnegative, check_positive, check_scalar, check_shape, is_traced
 
 _f64 = lambda x: jnp.asarray(x, dtype=float)  # noqa: E731
 
@@ -133,17 +126,6 @@ class FunctionRouting(Routing):
         return jnp.concatenate([r, jnp.zeros(1)]) if r.shape == (2,) else r
 
 
-def routing_derivatives(routing: Routing, s):
-    """``(r, r_s, r_ss)`` (each ``(3,)``) of ``routing`` at ``s`` by nested forward-mode JVPs."""
-    s = jnp.asarray(s, dtype=float)
-
-    def first(x):
-        return jax.jvp(routing, (x,), (jnp.ones_like(x),))
-
-    (r, rs), (_, rss) = jax.jvp(first, (s,), (jnp.ones_like(s),))
-    return r, rs, rss
-
-
 class Tendon(eqx.Module):
     """One tendon: routing, control input and termination.
 
@@ -151,8 +133,8 @@ class Tendon(eqx.Module):
         routing: :class:`Routing` (or any differentiable ``s -> (3,)`` callable, then static).
         tension: tension amplitude tau [N] (>= 0), an array leaf. With displacement control it is
             only the initial guess of the first static solve.
-        profile: dimensionless time profile (``profile(t)``, e.g. :class:`~.loads.Constant`,
-            :class:`~.loads.Samples` for a sampled history): the tension is
+        profile: dimensionless time profile (``profile(t)``, e.g. :class:`~jaxrod.signals.Constant`,
+            :class:`~jaxrod.signals.Samples` for a sampled history): the tension is
             ``tension * profile(t)``, or with displacement control the displacement is
             ``displacement * profile(t)``.
         termination: reference arc length s_t [m] where the tendon is anchored (static: it moves
@@ -267,67 +249,6 @@ def check_tendons(tendons, length: float, section_radius, grid) -> None:
                 f"tendons[{i}] leaves the cross-section: |r(s)| = {dist[k]:.6g} m at s = {s[k]:.6g} m, allowed "
                 f"|r| <= section_radius = {R:.6g} m (set CosseratModel.section_radius to the spacer-disk radius)"
             )
-
-
-def _hat(x):
-    z = jnp.zeros_like(x[0])
-    return jnp.stack([
-        jnp.stack([z, -x[2], x[1]]),
-        jnp.stack([x[2], z, -x[0]]),
-        jnp.stack([-x[1], x[0], z]),
-    ])
-
-
-def _one_tendon(r, rs, rss, tau, u, v):
-    p = jnp.cross(u, r) + rs + v  # p_si^b: tangent of the tendon path, local frame
-    ph = _hat(p)
-    A = -tau * (ph @ ph) / jnp.linalg.norm(p) ** 3
-    rh = _hat(r)
-    G = -A @ rh
-    a = A @ (jnp.cross(u, p + rs) + rss)
-    return a, jnp.cross(r, a), A, G, rh @ G
-
-
-def tendon_coefficients(routings, taus, s, u, v):
-    """Sums over tendons of ``(a (3,), b (3,), A, G, H (3, 3))`` of spec 7.2 at arc length ``s``
-    for curvature ``u`` and strain ``v`` (local frame); ``taus (n,)`` tensions [N] (0: inactive)."""
-    out = None
-    for k, rt in enumerate(routings):
-        terms = _one_tendon(*routing_derivatives(rt, s), taus[k], u, v)
-        out = terms if out is None else tuple(x + y for x, y in zip(out, terms))
-    return out
-
-
-def termination_loads(routings, taus, s, u, v):
-    """Local-frame point force ``sum F^b`` [N] and moment ``sum r x F^b`` [N m] of the tendons
-    anchored at arc length ``s`` (``taus (n,)``: their tensions, 0 for the others), from the
-    strains on the base side ``u(s^-)``, ``v(s^-)``."""
-    F = jnp.zeros(3)
-    Mo = jnp.zeros(3)
-    for k, rt in enumerate(routings):
-        p, pn = path_tangent(rt, s, u, v)
-        Fi = -taus[k] * p / pn
-        F, Mo = F + Fi, Mo + jnp.cross(rt(s), Fi)
-    return F, Mo
-
-
-def path_tangent(routing, s, u, v):
-    """``(p_si^b (3,), |p_si^b|)``: the tendon path's tangent ``u x r + r_s + v`` (local frame)."""
-    r, rs, _ = routing_derivatives(routing, s)
-    p = jnp.cross(u, r) + rs + v
-    return p, jnp.linalg.norm(p)
-
-
-def friction_load(routing, s, u, v, tau, beta, nu):
-    """Local-frame friction force [N/m] and moment [N m/m] per unit length on the backbone
-    (:attr:`Tendon.friction`): ``f = beta |tau| |u_xy| nu p/|p|``, ``l = r x f``; ``nu`` [m/s]
-    the tendon's velocity relative to its channel, positive toward the anchor."""
-    r, _, _ = routing_derivatives(routing, s)
-    p, pn = path_tangent(routing, s, u, v)
-    k2 = u[0] ** 2 + u[1] ** 2
-    kxy = jnp.where(k2 > 0, jnp.sqrt(jnp.where(k2 > 0, k2, 1.0)), 0.0)  # |u_xy|, finite gradient at 0
-    f = beta * jnp.abs(tau) * kxy * nu * p / pn
-    return f, jnp.cross(r, f)
 
 
 def section_radius_default(rod):

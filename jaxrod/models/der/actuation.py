@@ -1,6 +1,9 @@
-"""Tendons on a discrete elastic rod: the routed cable as a polyline through the material frames.
+"""Actuation of a discrete elastic rod: tendons, the routed cable as a polyline through the
+material frames, and pressure chambers as the same code path (the definitions,
+:class:`~jaxrod.actuation.tendons.Tendon` and :class:`~jaxrod.actuation.chambers.Chamber`, are in
+:mod:`jaxrod.actuation`).
 
-The same :class:`~jaxrod.models.cosserat.tendons.Tendon` (routing ``r(s)``, tension
+The same :class:`~jaxrod.actuation.tendons.Tendon` (routing ``r(s)``, tension
 ``tau(t)``, termination ``s_t``) as on the shooting model. The channel point of edge ``k`` is its
 midpoint plus ``r1 m1 + r2 m2 + r3 t`` (material directors of the edge, ``r`` evaluated at the
 midpoint's arc length); the tendon runs through the channel points of the midpoints before ``s_t``

@@ -7,7 +7,7 @@ from ``$JAXROD_STIFF_FLOP_DATA`` (a directory) or ``shared/data/stiff-flop/`` ne
 repository or the working directory. Their README (frames, preprocessing, caveats) is the
 reference for every column used here; any copy must keep ``LICENSE.BSD-4-Clause.txt`` with it.
 
-What lives here (the actuated model and its calibration: :mod:`jaxrod.cases.stiff_flop_model`,
+What lives here (the actuated model: :mod:`jaxrod.scenes.stiff_flop`; its calibration:
 :mod:`jaxrod.cases.stiff_flop_calibration`):
 
 * :func:`read_recording` -> :class:`Recording` (validated arrays, SI units),
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .datasets import find_shared_file
+from .shared import find_shared_file
 
 __all__ = [
     "DATA_ENV",

@@ -310,7 +310,7 @@ def _floors(model):
     contacts = getattr(model, "contacts", None)
     if contacts is None or len(contacts) == 0:
         return []
-    from .models.der.contact import FloorContact
+    from ..models.der.contact import FloorContact
 
     return [
         (np.asarray(c.normal, dtype=float), float(c.offset)) for c in contacts if isinstance(c, FloorContact)
@@ -820,12 +820,12 @@ def animate_trajectory(traj, path, fps=20, max_frames=150, *, title=None, exagge
 
 
 def plot_modes(result, path=None, *, modes=6, amplitude=0.15, title=None, dpi=110, model=None, edges=None):
-    """Mode shapes of a :class:`~jaxrod.system.modal.ModalResult` (:func:`jaxrod.modal`): one 3-D
+    """Mode shapes of a :class:`~jaxrod.analysis.ModalResult` (:func:`jaxrod.modal`): one 3-D
     panel per mode with the linearisation shape (dashed) and the shape displaced by plus and minus
     the mode (solid and faint), frequency in the panel title.
 
     Args:
-        result: the :class:`~jaxrod.system.modal.ModalResult`.
+        result: the :class:`~jaxrod.analysis.ModalResult`.
         path: optional file to save the figure to.
         modes: number of lowest modes drawn (an integer >= 1; at most ``result.n_modes``), or a
             sequence of mode indices.
@@ -877,35 +877,3 @@ def plot_modes(result, path=None, *, modes=6, amplitude=0.15, title=None, dpi=11
     _save(fig, path, dpi)
     return fig
 
-
-def plot_plate_trajectory(traj, path=None, title=None, *, actuated_s=None, dpi=110):
-    """Summary of a parallel-robot run (:class:`~jaxrod.models.cosserat.parallel.ParallelTrajectory`):
-    (1) plate centre displacement x, y, z [mm] vs time [s], (2) plate tilt (angle of its normal
-    from ``+z``) [deg] vs time, (3) the plate centre's path in the x-z plane [mm], the actuated
-    part (``t <= actuated_s`` [s]) and the free part in different colours. Returns the figure."""
-    times = np.asarray(traj.times, dtype=float)
-    p = np.asarray(traj.plate_position, dtype=float)
-    tilt = np.degrees(np.asarray(traj.tilt, dtype=float))
-    d = (p - p[0]) * 1e3
-    fig = _new_figure((13, 4.0))
-    axs = fig.subplots(1, 3)
-    for k, name in enumerate("xyz"):
-        axs[0].plot(times, d[:, k], lw=1.3, label=f"$p_{name}$")
-    axs[0].set(xlabel="time [s]", ylabel="plate displacement [mm]")
-    _legend_outside(axs[0], fontsize=8)
-    axs[1].plot(times, tilt, color="C3", lw=1.3)
-    axs[1].set(xlabel="time [s]", ylabel="plate tilt [deg]")
-    act = np.ones_like(times, bool) if actuated_s is None else times <= float(actuated_s) + 1e-12
-    axs[2].plot(p[act, 0] * 1e3, p[act, 2] * 1e3, color="C0", lw=1.3, label="actuated")
-    if not act.all():
-        free = np.flatnonzero(~act)
-        seg = np.concatenate([free[:1] - 1, free])
-        axs[2].plot(p[seg, 0] * 1e3, p[seg, 2] * 1e3, color="C1", lw=1.0, label="free")
-    axs[2].set(xlabel="x [mm]", ylabel="z [mm]", title="plate centre path")
-    _legend_outside(axs[2], fontsize=8)
-    for ax in axs:
-        ax.grid(True, alpha=0.3)
-    if title:
-        fig.suptitle(_wrap(title, 13, 11), fontsize=11)
-    _save(fig, path, dpi)
-    return fig

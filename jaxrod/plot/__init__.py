@@ -1,0 +1,27 @@
+"""Figures and animations (matplotlib), drawn by user-facing code only (the command line,
+notebooks, scripts); models, scenes and model files never draw.
+
+* :mod:`jaxrod.plot.rods`: rod trajectories, static shapes, GIFs, mode shapes and the displacement
+  scale of drawn shapes (:func:`plot_trajectory`, :func:`plot_static`, :func:`animate_trajectory`,
+  :func:`plot_modes`, :func:`displacement_scale`, :func:`node_chains`).
+* :mod:`jaxrod.plot.robots`: a parallel robot's plate (:func:`plot_plate_trajectory`) and a tendon
+  robot's tip path, tensions and motor displacements (:func:`plot_tendon_robot`).
+* :mod:`jaxrod.plot.bodies`: the body centres of a rigid-body run from a model file
+  (:func:`plot_bodies`).
+"""
+
+from .bodies import plot_bodies
+from .robots import plot_plate_trajectory, plot_tendon_robot
+from .rods import animate_trajectory, displacement_scale, node_chains, plot_modes, plot_static, plot_trajectory
+
+__all__ = [
+    "animate_trajectory",
+    "displacement_scale",
+    "node_chains",
+    "plot_bodies",
+    "plot_modes",
+    "plot_plate_trajectory",
+    "plot_static",
+    "plot_tendon_robot",
+    "plot_trajectory",
+]

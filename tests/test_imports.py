@@ -20,22 +20,11 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxrod"
 
-#: Cycles owned by the lead's time-loop rewrite (issue 21), allowed until it lands; empty this set
-#: then. Each entry is a set of modules: a strongly connected component of the import graph is
-#: tolerated only if it lies inside one entry. All of them close through imports deferred into
-#: functions (the module-level graph has no cycle at all):
-#: ``integrate/base`` -> ``integrate/results``, ``integrate/implicit`` -> ``integrate/run`` -> ...,
-#: and ``models/cosserat/model`` (its ``stepper()``) <-> ``models/cosserat/stepper``.
-KNOWN_LEAD_CYCLE = {
-    frozenset({
-        "jaxrod.integrate.base",
-        "jaxrod.integrate.implicit",
-        "jaxrod.integrate.loop",
-        "jaxrod.integrate.results",
-        "jaxrod.integrate.run",
-    }),
-    frozenset({"jaxrod.models.cosserat.model", "jaxrod.models.cosserat.stepper"}),
-}
+#: Cycles tolerated (sets of modules a strongly connected component may lie inside): none. The
+#: time loop's rewrite (issue 21) removed the last ones: ``integrate/`` now imports downwards only
+#: (base -> results, implicit -> base/loop/results, run -> all), and the shooting stepper names
+#: ``CosseratModel`` for annotations only.
+KNOWN_LEAD_CYCLE: set = set()
 
 
 def _module_name(path: Path) -> str:

@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..integrate.base import AbstractImplicitModel, State
+from ..integrate.implicit import AbstractImplicitModel, State
 from ..validation import check_int, is_traced
 
 __all__ = ["ModalResult", "modal"]

@@ -2,8 +2,8 @@
 implicit stepper (:mod:`.implicit`), the loops (:mod:`.loop`), the results (:mod:`.results`) and the
 entry points (:mod:`.run`)."""
 
-from .base import AbstractImplicitModel, AbstractStepper, State
-from .implicit import ImplicitStepper, fallback_ladder, implicit_step
+from .base import AbstractStepper, State
+from .implicit import AbstractImplicitModel, ImplicitStepper, fallback_ladder, implicit_step
 from .results import ConvergenceError, FallbackWarning, SolverStats, Trajectory, convergence_errors
 from .run import simulate, simulate_adaptive, solve_static
 

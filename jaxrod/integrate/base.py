@@ -18,6 +18,8 @@ import abc
 import equinox as eqx
 import jax
 
+from .results import Trajectory
+
 
 class State(eqx.Module):
     """Model state at one instant.
@@ -97,107 +99,7 @@ class AbstractStepper(eqx.Module):
     def trajectory(self, times, frames, stats, final, dt, valid):
         """Assemble the result from the stacked ``frames`` (dict of ``(T, ...)`` arrays, already
         masked after a failure), ``times`` ``(T,)``, :class:`SolverStats` and the final state."""
-        from .results import Trajectory
-
         return Trajectory(
             times=times, positions=frames["positions"], frames=frames.get("frames"), twist=frames.get("twist"),
             q=frames["q"], v=frames.get("v"), stats=stats, final=final, dt=dt, valid=valid,
         )
-
-
-class AbstractImplicitModel(eqx.Module):
-    """A model whose time step is a Newton solve of its dynamics residual in the configuration
-    (DER rods and networks, PCS, reduced rods, rigid-body systems): implement the abstract
-    methods and :func:`jaxrod.simulate` integrates it with any implicit scheme."""
-
-    def stepper(self, scheme=None, solver=None, *, fallback: bool = False):
-        """:class:`~jaxrod.integrate.implicit.ImplicitStepper` for ``scheme`` (default
-        :class:`~jaxrod.integrate.schemes.AverageVectorField`) and the Newton ``solver`` (default:
-        chord steps reusing factorisations, tolerance 1e-9; ``linear_solver=None`` picks the
-        model's structured solver). ``fallback``: compile the backward-Euler fallback ladder into
-        every step (the loop otherwise calls it only after a failed step)."""
-        from .implicit import ImplicitStepper
-
-        return ImplicitStepper.build(self, scheme, solver, fallback=fallback)
-
-    @abc.abstractmethod
-    def residual(self, q, v, a, t, aux):
-        """Dynamics residual, same shape as ``q``; zero on the equations of motion."""
-
-    @abc.abstractmethod
-    def fixed_mask(self):
-        """Boolean array shaped like ``q``: True for DOFs prescribed by boundary conditions."""
-
-    @abc.abstractmethod
-    def prescribed(self, t):
-        """Values of the prescribed DOFs at time ``t`` [s] (array shaped like ``q``)."""
-
-    @abc.abstractmethod
-    def init_aux(self, q):
-        """Reference data for configuration ``q`` at the start of a run."""
-
-    @abc.abstractmethod
-    def update_aux(self, q, aux):
-        """Reference data after a step has converged at ``q``."""
-
-    @abc.abstractmethod
-    def default_linear_solver(self):
-        """The :class:`~jaxrod.solvers.jacobian.AbstractJacobianSolver` suited to this model."""
-
-    @abc.abstractmethod
-    def initial_state(self):
-        """:class:`State` the model starts from (its reference configuration, at rest)."""
-
-    def newton_step_limit(self, q, v, dq, dv, aux):
-        """Largest fraction in (0, 1] of a Newton update ``(dq, dv)`` of the stage configuration
-        ``q`` and velocity ``v`` that the time step's line search may start from, or ``None`` (no
-        limit, the default). Models with stiff non-smooth-like forces (friction) use it to keep
-        Newton from overshooting; it never changes the converged solution."""
-        return None
-
-    def end_of_step_residual(self, q_next, r, t, aux):
-        """The step residual with the rows that must hold at the END of the step replaced.
-
-        Time schemes evaluate ``residual`` at a stage point (the midpoint, or an average over the
-        step); an algebraic constraint ``g(q) = 0`` imposed there would let ``g(q_{n+1})`` drift.
-        Models with constraints (:class:`jaxrod.system.MultibodySystem`) overwrite their
-        constraint rows of ``r`` with ``g(q_next)`` here, so the constraints hold to the Newton
-        tolerance after every step whatever the scheme. Default: ``r`` unchanged.
-
-        Args:
-            q_next: end-of-step configuration, shaped like ``q``.
-            r: the scheme's residual, shaped like ``q``.
-            t: end-of-step time [s].
-            aux: reference data of the step (as passed to ``residual``).
-        """
-        return r
-
-    def static_residual(self, q, t, aux):
-        """Residual of static equilibrium at ``q`` (used by :func:`jaxrod.solve_static`).
-        Default: ``residual(q, 0, 0, t, aux)``. Models whose unknowns include integrated
-        multipliers (:class:`jaxrod.system.MultibodySystem`) read the constraint forces from
-        ``q`` here, since their rates vanish at rest."""
-        zeros = jax.numpy.zeros_like(q)
-        return self.residual(q, zeros, zeros, t, aux)
-
-    def acceleration_residual(self, q, v, a, t, aux):
-        """Residual whose root in ``a`` is the consistent acceleration at ``(q, v, t)`` (schemes
-        with ``needs_acceleration``). Default: ``residual(q, v, a, t, aux)``. Constrained models
-        replace their constraint rows by the constraints' second time derivative."""
-        return self.residual(q, v, a, t, aux)
-
-    def multiplier_mask(self):
-        """Boolean array shaped like ``q``: True for Lagrange-multiplier coordinates, or ``None``.
-
-        A model with algebraic constraints ``g(q) = 0`` (:class:`jaxrod.system.MultibodySystem`)
-        carries integrated multipliers ``mu`` among its coordinates: the constraint force is their
-        velocity ``v_mu`` and their residual rows are the constraints. Analyses that linearise the
-        model at rest (:func:`jaxrod.modal`) need to know which entries these are, because at
-        ``v = 0`` the constraint forces would vanish. Default ``None``: no multipliers.
-        """
-        return None
-
-    @abc.abstractmethod
-    def observe(self, q, v, aux):
-        """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain
-        ``positions`` ``(N, 3)`` [m]; may contain ``frames`` ``(N-1, 3, 3)`` and ``twist``."""

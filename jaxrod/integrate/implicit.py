@@ -4,14 +4,114 @@ failed step with backward Euler (:func:`fallback_ladder`)."""
 
 from __future__ import annotations
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from ..solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
 from ..timestepping import AbstractScheme, AverageVectorField, BackwardEuler, ImplicitMidpoint, NewmarkBeta
-from .base import AbstractImplicitModel, AbstractStepper, State
-from .results import newton_stats
+from ..validation import check_int
+from .base import AbstractStepper, State
+from .loop import _f, _is_traced, _static_host_loop, static_with_progress
+from .results import ConvergenceError, newton_stats
+
+class AbstractImplicitModel(eqx.Module):
+    """A model whose time step is a Newton solve of its dynamics residual in the configuration
+    (DER rods and networks, PCS, reduced rods, rigid-body systems): implement the abstract
+    methods and :func:`jaxrod.simulate` integrates it with any implicit scheme."""
+
+    def stepper(self, scheme=None, solver=None, *, fallback: bool = False):
+        """:class:`~jaxrod.integrate.implicit.ImplicitStepper` for ``scheme`` (default
+        :class:`~jaxrod.integrate.schemes.AverageVectorField`) and the Newton ``solver`` (default:
+        chord steps reusing factorisations, tolerance 1e-9; ``linear_solver=None`` picks the
+        model's structured solver). ``fallback``: compile the backward-Euler fallback ladder into
+        every step (the loop otherwise calls it only after a failed step)."""
+        return ImplicitStepper.build(self, scheme, solver, fallback=fallback)
+
+    @abc.abstractmethod
+    def residual(self, q, v, a, t, aux):
+        """Dynamics residual, same shape as ``q``; zero on the equations of motion."""
+
+    @abc.abstractmethod
+    def fixed_mask(self):
+        """Boolean array shaped like ``q``: True for DOFs prescribed by boundary conditions."""
+
+    @abc.abstractmethod
+    def prescribed(self, t):
+        """Values of the prescribed DOFs at time ``t`` [s] (array shaped like ``q``)."""
+
+    @abc.abstractmethod
+    def init_aux(self, q):
+        """Reference data for configuration ``q`` at the start of a run."""
+
+    @abc.abstractmethod
+    def update_aux(self, q, aux):
+        """Reference data after a step has converged at ``q``."""
+
+    @abc.abstractmethod
+    def default_linear_solver(self):
+        """The :class:`~jaxrod.solvers.jacobian.AbstractJacobianSolver` suited to this model."""
+
+    @abc.abstractmethod
+    def initial_state(self):
+        """:class:`State` the model starts from (its reference configuration, at rest)."""
+
+    def newton_step_limit(self, q, v, dq, dv, aux):
+        """Largest fraction in (0, 1] of a Newton update ``(dq, dv)`` of the stage configuration
+        ``q`` and velocity ``v`` that the time step's line search may start from, or ``None`` (no
+        limit, the default). Models with stiff non-smooth-like forces (friction) use it to keep
+        Newton from overshooting; it never changes the converged solution."""
+        return None
+
+    def end_of_step_residual(self, q_next, r, t, aux):
+        """The step residual with the rows that must hold at the END of the step replaced.
+
+        Time schemes evaluate ``residual`` at a stage point (the midpoint, or an average over the
+        step); an algebraic constraint ``g(q) = 0`` imposed there would let ``g(q_{n+1})`` drift.
+        Models with constraints (:class:`jaxrod.system.MultibodySystem`) overwrite their
+        constraint rows of ``r`` with ``g(q_next)`` here, so the constraints hold to the Newton
+        tolerance after every step whatever the scheme. Default: ``r`` unchanged.
+
+        Args:
+            q_next: end-of-step configuration, shaped like ``q``.
+            r: the scheme's residual, shaped like ``q``.
+            t: end-of-step time [s].
+            aux: reference data of the step (as passed to ``residual``).
+        """
+        return r
+
+    def static_residual(self, q, t, aux):
+        """Residual of static equilibrium at ``q`` (used by :func:`jaxrod.solve_static`).
+        Default: ``residual(q, 0, 0, t, aux)``. Models whose unknowns include integrated
+        multipliers (:class:`jaxrod.system.MultibodySystem`) read the constraint forces from
+        ``q`` here, since their rates vanish at rest."""
+        zeros = jax.numpy.zeros_like(q)
+        return self.residual(q, zeros, zeros, t, aux)
+
+    def acceleration_residual(self, q, v, a, t, aux):
+        """Residual whose root in ``a`` is the consistent acceleration at ``(q, v, t)`` (schemes
+        with ``needs_acceleration``). Default: ``residual(q, v, a, t, aux)``. Constrained models
+        replace their constraint rows by the constraints' second time derivative."""
+        return self.residual(q, v, a, t, aux)
+
+    def multiplier_mask(self):
+        """Boolean array shaped like ``q``: True for Lagrange-multiplier coordinates, or ``None``.
+
+        A model with algebraic constraints ``g(q) = 0`` (:class:`jaxrod.system.MultibodySystem`)
+        carries integrated multipliers ``mu`` among its coordinates: the constraint force is their
+        velocity ``v_mu`` and their residual rows are the constraints. Analyses that linearise the
+        model at rest (:func:`jaxrod.modal`) need to know which entries these are, because at
+        ``v = 0`` the constraint forces would vanish. Default ``None``: no multipliers.
+        """
+        return None
+
+    @abc.abstractmethod
+    def observe(self, q, v, aux):
+        """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain
+        ``positions`` ``(N, 3)`` [m]; may contain ``frames`` ``(N-1, 3, 3)`` and ``twist``."""
+
 
 #: the Newton settings of a time step when the caller gives none: chord steps reusing the
 #: factorisation while they contract, converged to 1e-9 in the unknowns (metres/radians for rods)
@@ -240,8 +340,6 @@ class ImplicitStepper(AbstractStepper):
         return f"{type(self.model).__name__}, {type(self.scheme).__name__}"
 
     def solve_static(self, **kwargs):
-        from .run import solve_static_implicit
-
         return solve_static_implicit(self.model, **kwargs)
 
     def can_retry(self):
@@ -277,3 +375,80 @@ def initial_state(model):
 
 
 _initial_state_jit = eqx.filter_jit(lambda model: model.initial_state())
+
+
+# ---- statics ----------------------------------------------------------------------------------
+def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=1, throw=True, progress=False):
+    """:func:`solve_static` of an :class:`AbstractImplicitModel`."""
+    if solver is None:
+        solver = NewtonSolver(linear_solver=None, max_steps=100)
+    load_steps = check_int("load_steps", load_steps, min=1)
+    if load_steps > 1 and not hasattr(model, "with_load_factor"):
+        raise ValueError(f"load_steps = {load_steps}: {type(model).__name__} cannot scale its loads "
+                         "(no with_load_factor); use load_steps=1")
+    state = initial_state(model) if state0 is None else state0
+    solver = _with_model_solver(model, solver)
+    if not _is_traced((model, state, t)):
+        x0 = _static_start_jit(model, state, _f(t))
+        if progress:
+            result, q = static_with_progress(
+                _static_increment_jit, (model, state, _f(t), solver), x0, int(load_steps), "static equilibrium",
+                describe=lambda r: f"residual {float(r.residual_norm):.2e}",
+            )
+        else:
+            result, q = _static_host_loop(_static_increment_jit, (model, state, _f(t), solver), x0, int(load_steps))
+    else:
+        result, q = _static_jit(model, state, t, solver, int(load_steps))
+    if throw:
+        if _is_traced(result.converged):
+            q = eqx.error_if(q, ~result.converged, "static equilibrium solve did not converge")
+        elif not bool(result.converged):
+            raise ConvergenceError(
+                f"static equilibrium did not converge: residual max-norm {float(result.residual_norm):.3e}, "
+                f"scaled error {float(result.error_estimate):.3e} after {int(result.iterations)} "
+                f"iterations; try load_steps > {load_steps}"
+            )
+    return State(q, jnp.zeros_like(q), _update_aux_jit(model, q, state.aux)), result
+
+
+@eqx.filter_jit
+def _update_aux_jit(model, q, aux):
+    return model.update_aux(q, aux)
+
+
+def _static_start(model, state, t):
+    return jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
+
+
+def _static_increment(model, state, t, solver, q, s, scaled):
+    """One load increment at load factor ``s`` from ``q``: ``(q, NewtonResult)``."""
+    fixed = model.fixed_mask()
+    qb = model.prescribed(t)
+    # with_load_factor(1.0) is the model itself: scaling whenever the model can keeps one program
+    # for any number of load steps
+    m = model.with_load_factor(s) if (scaled and hasattr(model, "with_load_factor")) else model
+
+    def residual(qn, _):
+        q_sub = jnp.where(fixed, qb, qn)
+        r = m.static_residual(q_sub, t, state.aux)
+        return jnp.where(fixed, qn - qb, r)
+
+    res = newton_solve(residual, q, None, solver)
+    return jnp.where(fixed, qb, res.value), res
+
+
+def _static(model, state, t, solver, load_steps):
+    factors = jnp.arange(1, load_steps + 1) / load_steps
+    q, results = jax.lax.scan(
+        lambda q, s: _static_increment(model, state, t, solver, q, s, load_steps > 1),
+        _static_start(model, state, t), factors,
+    )
+    last = jax.tree_util.tree_map(lambda x: x[-1], results)
+    ok = jnp.all(results.converged)
+    last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
+    return eqx.tree_at(lambda r: r.converged, last, ok), q
+
+
+_static_start_jit = eqx.filter_jit(_static_start)
+_static_increment_jit = eqx.filter_jit(_static_increment)
+_static_jit = eqx.filter_jit(_static)

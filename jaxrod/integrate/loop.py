@@ -377,3 +377,16 @@ def _retry_once(stepper, carry, t, dt, report):
         return None
     retry = announced(_retry_jit, "the fallback step", enabled=report)
     return retry(stepper, carry, t, dt)
+
+
+def _static_host_loop(increment, args, x0, load_steps):
+    """The increments of a static solve called one by one (one compiled increment for any number
+    of load steps); stops at the first that fails. Returns ``(NewtonResult, x)`` like :func:`_static`."""
+    ok, x, res = True, x0, None
+    for k in range(1, load_steps + 1):
+        x, res = increment(*args, x, _f(k / load_steps), True)
+        if not bool(res.converged):
+            ok = False
+            break
+    res = eqx.tree_at(lambda r: r.factorization, res, None, is_leaf=lambda v: v is None)
+    return eqx.tree_at(lambda r: r.converged, res, jnp.asarray(ok)), x

@@ -12,7 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import State
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:
+    from .base import State
 
 class ConvergenceError(RuntimeError):
     """A Newton solve inside a simulation or static solve did not converge.

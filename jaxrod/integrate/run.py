@@ -32,12 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..progress import announced, say
-from ..solvers.newton import NewtonSolver, newton_solve
+from ..solvers.newton import NewtonSolver
 from ..timestepping import AbstractScheme, BackwardEuler
 from ..validation import check_finite_scalar, check_int, resolve_scheme
-from .base import AbstractImplicitModel, State
-from .implicit import _with_model_solver, initial_state
-from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, static_with_progress, validate_steps
+from .base import State
+from .implicit import AbstractImplicitModel, initial_state
+from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, validate_steps
 from .results import (
     ConvergenceError,
     FallbackWarning,
@@ -238,98 +238,6 @@ def solve_static(
     stepper = _stepper_of(model, None, None, False)
     return stepper.solve_static(state0=state0, t=t, solver=solver, load_steps=load_steps, throw=throw,
                                 progress=progress)
-
-
-def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=1, throw=True, progress=False):
-    """:func:`solve_static` of an :class:`AbstractImplicitModel`."""
-    if solver is None:
-        solver = NewtonSolver(linear_solver=None, max_steps=100)
-    load_steps = check_int("load_steps", load_steps, min=1)
-    if load_steps > 1 and not hasattr(model, "with_load_factor"):
-        raise ValueError(f"load_steps = {load_steps}: {type(model).__name__} cannot scale its loads "
-                         "(no with_load_factor); use load_steps=1")
-    state = initial_state(model) if state0 is None else state0
-    solver = _with_model_solver(model, solver)
-    if not _is_traced((model, state, t)):
-        x0 = _static_start_jit(model, state, _f(t))
-        if progress:
-            result, q = static_with_progress(
-                _static_increment_jit, (model, state, _f(t), solver), x0, int(load_steps), "static equilibrium",
-                describe=lambda r: f"residual {float(r.residual_norm):.2e}",
-            )
-        else:
-            result, q = _static_host_loop(_static_increment_jit, (model, state, _f(t), solver), x0, int(load_steps))
-    else:
-        result, q = _static_jit(model, state, t, solver, int(load_steps))
-    if throw:
-        if _is_traced(result.converged):
-            q = eqx.error_if(q, ~result.converged, "static equilibrium solve did not converge")
-        elif not bool(result.converged):
-            raise ConvergenceError(
-                f"static equilibrium did not converge: residual max-norm {float(result.residual_norm):.3e}, "
-                f"scaled error {float(result.error_estimate):.3e} after {int(result.iterations)} "
-                f"iterations; try load_steps > {load_steps}"
-            )
-    return State(q, jnp.zeros_like(q), _update_aux_jit(model, q, state.aux)), result
-
-
-def _static_host_loop(increment, args, x0, load_steps):
-    """The increments of a static solve called one by one (one compiled increment for any number
-    of load steps); stops at the first that fails. Returns ``(NewtonResult, x)`` like :func:`_static`."""
-    ok, x, res = True, x0, None
-    for k in range(1, load_steps + 1):
-        x, res = increment(*args, x, _f(k / load_steps), True)
-        if not bool(res.converged):
-            ok = False
-            break
-    res = eqx.tree_at(lambda r: r.factorization, res, None, is_leaf=lambda v: v is None)
-    return eqx.tree_at(lambda r: r.converged, res, jnp.asarray(ok)), x
-
-
-@eqx.filter_jit
-def _update_aux_jit(model, q, aux):
-    return model.update_aux(q, aux)
-
-
-def _static_start(model, state, t):
-    return jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
-
-
-def _static_increment(model, state, t, solver, q, s, scaled):
-    """One load increment at load factor ``s`` from ``q``: ``(q, NewtonResult)``."""
-    fixed = model.fixed_mask()
-    qb = model.prescribed(t)
-    # with_load_factor(1.0) is the model itself: scaling whenever the model can keeps one program
-    # for any number of load steps
-    m = model.with_load_factor(s) if (scaled and hasattr(model, "with_load_factor")) else model
-
-    def residual(qn, _):
-        q_sub = jnp.where(fixed, qb, qn)
-        r = m.static_residual(q_sub, t, state.aux)
-        return jnp.where(fixed, qn - qb, r)
-
-    res = newton_solve(residual, q, None, solver)
-    return jnp.where(fixed, qb, res.value), res
-
-
-def _static(model, state, t, solver, load_steps):
-    factors = jnp.arange(1, load_steps + 1) / load_steps
-    q, results = jax.lax.scan(
-        lambda q, s: _static_increment(model, state, t, solver, q, s, load_steps > 1),
-        _static_start(model, state, t), factors,
-    )
-    last = jax.tree_util.tree_map(lambda x: x[-1], results)
-    ok = jnp.all(results.converged)
-    last = eqx.tree_at(lambda r: r.factorization, last, None, is_leaf=lambda x: x is None)
-    return eqx.tree_at(lambda r: r.converged, last, ok), q
-
-
-_static_start_jit = eqx.filter_jit(_static_start)
-_static_increment_jit = eqx.filter_jit(_static_increment)
-_static_jit = eqx.filter_jit(_static)
-
-
-
 
 
 def simulate_adaptive(

@@ -67,7 +67,7 @@ import numpy as np
 
 # paper Table 2 and the recordings
 from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average
-from ..integrate.base import AbstractImplicitModel
+from ..integrate.implicit import AbstractImplicitModel
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
 from ..signals import SampledMotion, Samples
 from ..timestepping import NewmarkBeta

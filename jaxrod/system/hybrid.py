@@ -114,7 +114,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import normalize, parallel_transport
-from ..integrate.base import AbstractImplicitModel, State
+from ..integrate.implicit import AbstractImplicitModel, State
 from ..models.der.dynamics import DERModel
 from ..models.der.network import DERNetwork
 from ..models.pcs.dynamics import PCSModel

@@ -100,7 +100,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix, unskew
-from ..integrate.base import AbstractImplicitModel, State
+from ..integrate.implicit import AbstractImplicitModel, State
 from .bodies import RigidBody
 from .forces import ForceSet
 from ..validation import one_or_many

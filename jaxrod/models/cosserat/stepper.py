@@ -12,15 +12,15 @@ by reverse-mode ``scan``.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from ...integrate.base import AbstractStepper
-from ...integrate.loop import _f, static_with_progress
+from ...integrate.loop import _f, _is_traced, _static_host_loop, static_with_progress
 from ...integrate.results import ConvergenceError, newton_stats
-from ...integrate.run import _is_traced, _static_host_loop
 from ...progress import announced
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import (
@@ -30,7 +30,9 @@ from ...solvers.newton import (
     placeholder_factorization,
 )
 from ...timestepping import DifferenceFormula
-from .model import CosseratModel
+
+if TYPE_CHECKING:  # annotations only: model.py imports this module in CosseratModel.stepper
+    from .model import CosseratModel
 
 #: Default shooting solver: unknowns are dimensionless base loads (force / (EI/L^2), moment / (EI/L)).
 #: Chord steps with the Jacobian carried across time steps (measured 1.6x faster than a fresh

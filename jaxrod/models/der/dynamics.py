@@ -32,7 +32,7 @@ from ...validation import (
     check_shape,
     is_traced,
 )
-from ...integrate.base import AbstractImplicitModel, State
+from ...integrate.implicit import AbstractImplicitModel, State
 from .contact import CandidatePairs, FloorContact, RodRodContact
 from .energies import bending_energy, stretching_energy, twisting_energy
 from .frames import (

@@ -108,7 +108,7 @@ import numpy as np
 from ...geometry import dot, normalize, parallel_transport, signed_angle
 from ...solvers.jacobian import AbstractJacobianSolver, DenseJacobianSolver
 from ...validation import check_finite, check_finite_scalar, check_shape, is_traced
-from ...integrate.base import AbstractImplicitModel, State
+from ...integrate.implicit import AbstractImplicitModel, State
 from .contact import (
     CandidatePairs,
     FloorContact,

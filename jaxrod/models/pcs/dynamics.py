@@ -36,7 +36,7 @@ from ...validation import (
     check_shape,
     is_traced,
 )
-from ...integrate.base import AbstractImplicitModel, State
+from ...integrate.implicit import AbstractImplicitModel, State
 from .actuation import chamber_forces
 from .cmtm import cmtm_generalized_forces
 from .actuation import tendon_forces as pcs_tendon_forces

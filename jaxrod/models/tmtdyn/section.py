@@ -21,7 +21,7 @@ import numpy as np
 from ...geometry import quat_conjugate, quat_multiply
 from ...solvers.jacobian import DenseJacobianSolver
 from ...validation import check_finite, check_finite_scalar, check_positive, check_scalar, check_shape
-from ...integrate.base import AbstractImplicitModel, State
+from ...integrate.implicit import AbstractImplicitModel, State
 
 
 class RodSection(eqx.Module):

@@ -57,7 +57,7 @@ import numpy as np
 import jaxrod
 from jaxrod.models.cosserat import CosseratState
 from jaxrod.scenes import get_scene
-from jaxrod.timestepping import DifferenceFormula as D
+from jaxrod.integrate.schemes import DifferenceFormula as D
 
 # (key, label, constructor)
 SCHEMES = (

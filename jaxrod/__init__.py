@@ -46,15 +46,15 @@ _LAZY = {
     "load_model": ".modelfile",
     "ModalResult": ".analysis",
     "modal": ".analysis",
-    "BDF2": ".timestepping",
-    "AverageVectorField": ".timestepping",
-    "BackwardEuler": ".timestepping",
-    "BDFAlpha": ".timestepping",
-    "DifferenceFormula": ".timestepping",
-    "ImplicitMidpoint": ".timestepping",
-    "NewmarkBeta": ".timestepping",
-    "Trapezoid": ".timestepping",
-    "scheme_from_name": ".timestepping",
+    "BDF2": ".integrate.schemes",
+    "AverageVectorField": ".integrate.schemes",
+    "BackwardEuler": ".integrate.schemes",
+    "BDFAlpha": ".integrate.schemes",
+    "DifferenceFormula": ".integrate.schemes",
+    "ImplicitMidpoint": ".integrate.schemes",
+    "NewmarkBeta": ".integrate.schemes",
+    "Trapezoid": ".integrate.schemes",
+    "scheme_from_name": ".integrate.schemes",
 }
 #: public submodules, imported on first use (``jaxrod.scenes``, ``jaxrod.geometry``); any other
 #: submodule (``jaxrod.plot``, ``jaxrod.calibrate``...) is imported explicitly as usual
@@ -80,7 +80,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
     from .modelfile import load_model
     from .analysis import ModalResult, modal
-    from .timestepping import (
+    from .integrate.schemes import (
         BDF2,
         AverageVectorField,
         BackwardEuler,

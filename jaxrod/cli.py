@@ -204,7 +204,7 @@ def _make_scene(args):
 
 
 def _scheme(args, shooting):
-    from .timestepping import DifferenceFormula, scheme_from_name
+    from .integrate.schemes import DifferenceFormula, scheme_from_name
 
     if args.alpha is not None and args.scheme != "bdf_alpha":
         raise CLIError("--alpha needs --scheme bdf_alpha")
@@ -221,7 +221,7 @@ def _scheme(args, shooting):
     if args.scheme in ("bdf3", "bdf_alpha"):
         if args.scheme == "bdf3":
             raise CLIError("bdf3 is available for the till-* (shooting) scenes only")
-        from .timestepping import BDFAlpha
+        from .integrate.schemes import BDFAlpha
 
         if args.alpha is None:
             raise CLIError("--scheme bdf_alpha needs --alpha")
@@ -230,7 +230,7 @@ def _scheme(args, shooting):
 
 
 def _scheme_name(scheme):
-    from .timestepping import DifferenceFormula
+    from .integrate.schemes import DifferenceFormula
 
     if isinstance(scheme, DifferenceFormula):
         return scheme.describe()

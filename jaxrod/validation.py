@@ -7,7 +7,6 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .timestepping import SCHEMES, AbstractScheme, DifferenceFormula, scheme_from_name
 
 
 def is_traced(x) -> bool:
@@ -210,19 +209,3 @@ def check_polyline(name: str, points, *, columns: int = 3) -> None:
     back = np.flatnonzero(np.sum(t[:-1] * t[1:], axis=1) < -1 + 1e-9)
     if back.size:
         raise ValueError(f"{name} folds back on itself (180 degree turn) at nodes {(back + 1)[:5].tolist()}")
-
-
-def resolve_scheme(scheme, *, name: str = "scheme"):
-    """A time-scheme instance from ``scheme``: ``None`` (kept: the caller's default), an
-    :class:`~jaxrod.timestepping.AbstractScheme` instance, or a name such as
-    ``"backward_euler"`` (see :func:`~jaxrod.timestepping.scheme_from_name`)."""
-    if scheme is None or isinstance(scheme, (AbstractScheme, DifferenceFormula)):
-        return scheme
-    if isinstance(scheme, str):
-        return scheme_from_name(scheme)
-    if isinstance(scheme, type) and issubclass(scheme, (AbstractScheme, DifferenceFormula)):
-        raise TypeError(f"{name} must be a scheme instance, e.g. {scheme.__name__}(), got the class {scheme.__name__}")
-    raise TypeError(
-        f"{name} must be a time scheme (e.g. jaxrod.BackwardEuler()) or one of the names {sorted(SCHEMES)}, "
-        f"got {_describe(scheme)}"
-    )

@@ -54,7 +54,7 @@ import numpy as np
 
 import jaxrod  # turns on float64
 from jaxrod.scenes import get_scene
-from jaxrod.timestepping import DifferenceFormula as D
+from jaxrod.integrate.schemes import DifferenceFormula as D
 
 print("jaxrod", jaxrod.__version__, "| jax", jax.__version__, "| devices:", jax.devices())"""
     ),

@@ -114,7 +114,7 @@ def test_import_jaxrod_is_light_and_every_public_name_resolves():
     assert result["dir"] == []
     # the same objects as the defining modules (in this process, where everything is imported)
     from jaxrod.models.der import DERModel
-    from jaxrod.timestepping import BDF2
+    from jaxrod.integrate.schemes import BDF2
 
     assert jaxrod.DERModel is DERModel and jaxrod.BDF2 is BDF2 and callable(jaxrod.simulate)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):

@@ -24,7 +24,7 @@ from jaxrod.models.cosserat import (
     solve_static_cosserat,
 )
 from jaxrod.scenes import get_scene
-from jaxrod.timestepping import BDFAlpha, DifferenceFormula, ImplicitMidpoint
+from jaxrod.integrate.schemes import BDFAlpha, DifferenceFormula, ImplicitMidpoint
 
 STEEL = dict(youngs_modulus=207e9, shear_modulus=79e9, density=8000.0)
 FAST = jaxrod.NewtonSolver(rtol=1e-10, atol=1e-10, max_steps=25, reuse_jacobian=True)

@@ -26,7 +26,7 @@ from scipy.optimize import brentq
 import jaxrod
 from jaxrod.models.cosserat import CosseratState
 from jaxrod.scenes import get_scene
-from jaxrod.timestepping import DifferenceFormula
+from jaxrod.integrate.schemes import DifferenceFormula
 
 FAST = jaxrod.NewtonSolver(rtol=1e-10, atol=1e-10, max_steps=25, reuse_jacobian=True)
 DT = 0.005

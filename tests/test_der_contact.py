@@ -36,7 +36,7 @@ from jaxrod.models.der.contact import (
 from jaxrod.scenes.contact import analytic_kinetic_energy, friction_validation, kinetic_energy_x, rod_drop
 from jaxrod.integrate import implicit_step
 from jaxrod.solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
-from jaxrod.timestepping import BackwardEuler
+from jaxrod.integrate.schemes import BackwardEuler
 
 FRESH = jaxrod.NewtonSolver(linear_solver=None, reuse_jacobian=False, rtol=1e-11, atol=1e-11)
 

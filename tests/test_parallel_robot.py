@@ -27,7 +27,7 @@ from jaxrod.models.cosserat.parallel import (
     solve_static_parallel,
     stewart_gough_pattern,
 )
-from jaxrod.timestepping import DifferenceFormula
+from jaxrod.integrate.schemes import DifferenceFormula
 
 N_POINTS = 200
 DT = 1.0 / 120.0
@@ -129,7 +129,7 @@ def _run(times, values, state0):
 
 def _bdf_alpha_rates(x, dt, alpha=-0.2):
     """Reference BDF-alpha derivative of a sampled history ``x (T, ...)`` (rest before t0),
-    written out here independently of jaxrod.timestepping."""
+    written out here independently of jaxrod.integrate.schemes."""
     c0 = (1.5 + alpha) / (dt * (1 + alpha))
     c1 = -2.0 / dt
     c2 = (0.5 + alpha) / (dt * (1 + alpha))

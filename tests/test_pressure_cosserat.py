@@ -176,7 +176,7 @@ def test_volume_ramp_dynamics_settle_on_the_static_pressure_and_shape(solved):
     numerical damping, |lambda| = 0.43 per step at the finger's 3.4 Hz, settles the motion).
     Mid-ramp the finger moves; at t = 2 s it rests on the static solution with its pressure."""
     import jaxrod
-    from jaxrod.timestepping import DifferenceFormula
+    from jaxrod.integrate.schemes import DifferenceFormula
 
     V = FINGER["volume_m3"]
     m = model(volume=V, profile=Samples([0.0, 0.3], [AC * L / V, 1.0]))

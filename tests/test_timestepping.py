@@ -15,7 +15,7 @@ from jaxrod.integrate import AbstractImplicitModel, State
 from jaxrod.integrate import ConvergenceError, simulate
 from jaxrod.solvers.jacobian import DenseJacobianSolver
 from jaxrod.solvers.newton import NewtonSolver
-from jaxrod.timestepping import BDF2, BackwardEuler, BDFAlpha, ImplicitMidpoint, NewmarkBeta, Trapezoid
+from jaxrod.integrate.schemes import BDF2, BackwardEuler, BDFAlpha, ImplicitMidpoint, NewmarkBeta, Trapezoid
 
 
 class Oscillator(AbstractImplicitModel):

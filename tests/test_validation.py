@@ -99,7 +99,8 @@ def test_unconverged_static_solve_is_reported():
 from jaxrod.calibrate import Objective, Parameter, ParamSet, fit, load_markers  # noqa: E402
 from jaxrod.models.der.contact import FloorContact, RodRodContact  # noqa: E402
 from jaxrod.models.pcs.dynamics import PCSModel, PCSRod  # noqa: E402
-from jaxrod.validation import check_int, check_int_sequence, resolve_scheme  # noqa: E402
+from jaxrod.integrate.schemes import resolve_scheme  # noqa: E402
+from jaxrod.validation import check_int, check_int_sequence  # noqa: E402
 
 PCS_GOOD = dict(youngs_modulus=1e6, density=1000.0)
 

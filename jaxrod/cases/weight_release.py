@@ -63,7 +63,7 @@ from ..scenes import get_scene
 from ..integrate import simulate
 from ..solvers.jacobian import DenseJacobianSolver
 from ..solvers.newton import NewtonSolver
-from ..timestepping import DifferenceFormula
+from ..integrate.schemes import DifferenceFormula
 from ..calibrate.data import MarkerTracks, load_markers, save_markers_csv
 from ..calibrate.fit import FitReport, Objective, fit
 from ..calibrate.identify import IdentifiabilityReport, identify

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from ..solvers.newton import NewtonSolver, newton_solve, placeholder_factorization
-from ..timestepping import AbstractScheme, AverageVectorField, BackwardEuler, ImplicitMidpoint, NewmarkBeta
+from .schemes import AbstractScheme, AverageVectorField, BackwardEuler, ImplicitMidpoint, NewmarkBeta, resolve_scheme
 from ..validation import check_int
 from .base import AbstractStepper, State
 from .loop import _f, _is_traced, _static_host_loop, static_with_progress
@@ -303,8 +303,6 @@ class ImplicitStepper(AbstractStepper):
 
     @classmethod
     def build(cls, model, scheme=None, solver=None, *, fallback=False):
-        from ..validation import resolve_scheme
-
         scheme = resolve_scheme(scheme)
         scheme = AverageVectorField() if scheme is None else scheme
         solver = _with_model_solver(model, DEFAULT_SOLVER if solver is None else solver)

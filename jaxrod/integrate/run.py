@@ -33,8 +33,9 @@ import numpy as np
 
 from ..progress import announced, say
 from ..solvers.newton import NewtonSolver
-from ..timestepping import AbstractScheme, BackwardEuler
-from ..validation import check_finite_scalar, check_int, resolve_scheme
+from .schemes import AbstractScheme, BackwardEuler
+from ..validation import check_finite_scalar, check_int
+from .schemes import resolve_scheme
 from .base import State
 from .implicit import AbstractImplicitModel, initial_state
 from .loop import _check_positive, _f, _is_traced, run_steps, scan_saves_checked, validate_steps
@@ -94,8 +95,8 @@ def simulate(
             of steps); given both, they must agree (``n_steps * dt == duration``).
         state0: initial state (:class:`State` for implicit models); default: the model's own.
         t0: initial time [s].
-        scheme: time scheme or its name, e.g. ``"backward_euler"`` (:func:`~jaxrod.timestepping.scheme_from_name`).
-            Default :class:`~jaxrod.timestepping.AverageVectorField` for implicit models (energy
+        scheme: time scheme or its name, e.g. ``"backward_euler"`` (:func:`~jaxrod.integrate.schemes.scheme_from_name`).
+            Default :class:`~jaxrod.integrate.schemes.AverageVectorField` for implicit models (energy
             conserving; the same as implicit midpoint on linear problems, and unlike it stable on
             geometrically nonlinear rods at large steps); BDF2 for shooting models.
         solver: Newton configuration; ``linear_solver=None`` picks the model's structured solver.
@@ -270,7 +271,7 @@ def simulate_adaptive(
         Raises :class:`ConvergenceError` when a step fails at ``dt_min`` (``throw=False``: stops
         there and returns what was computed).
     """
-    from ..timestepping import BDFAlpha, NewmarkBeta
+    from .schemes import BDFAlpha, NewmarkBeta
 
     scheme = resolve_scheme(scheme)
     check_finite_scalar("t0", t0, "s")

@@ -246,7 +246,7 @@ def _read_output(root, kind):
 
 
 def _scheme(sim, default, where):
-    from ..timestepping import BDFAlpha, DifferenceFormula, NewmarkBeta, scheme_from_name
+    from ..integrate.schemes import BDFAlpha, DifferenceFormula, NewmarkBeta, scheme_from_name
 
     name = sim["scheme"]
     if name is None:
@@ -316,7 +316,7 @@ def load_model(path) -> LoadedModel:
 
     # ---- build (imports JAX and the model packages) ------------------------------------------
     from ..solvers.newton import NewtonSolver
-    from ..timestepping import AverageVectorField
+    from ..integrate.schemes import AverageVectorField
 
     reference, state0, scheme_default = {}, None, AverageVectorField()
     for b in bodies:

@@ -24,7 +24,7 @@ from ..models.der import DERModel, DERRod, FloorContact, RodRodContact
 from ..models.der.contact import imc_energy_derivative
 from ..integrate import simulate
 from ..solvers.newton import NewtonSolver
-from ..timestepping import BackwardEuler, ImplicitMidpoint
+from ..integrate.schemes import BackwardEuler, ImplicitMidpoint
 from ..validation import check_int, check_nonnegative, check_positive
 from .scene import Scene
 
@@ -148,7 +148,7 @@ def friction_batch_fn(
             program, with Jacobian reuse) or ``"vmap"`` (all pushes advance together; every Newton
             solve of the batch runs as many iterations as its slowest member, each with a fresh
             Jacobian).
-        scheme: time scheme; default :class:`~jaxrod.timestepping.BackwardEuler` (not the scene's
+        scheme: time scheme; default :class:`~jaxrod.integrate.schemes.BackwardEuler` (not the scene's
             implicit midpoint): for this constant-acceleration sliding problem backward Euler is
             both more accurate (Ek within 0.08 % vs 0.5 % for implicit midpoint, dt 5 ms) and much
             cheaper (it damps the stiff contact's ringing, so its constant-acceleration predictor

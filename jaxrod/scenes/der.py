@@ -8,7 +8,7 @@ import numpy as np
 
 from ..models.der import DERModel, DERRod, first_mode_velocity, helix_points
 from ..models.der.rod import clamped_straight_points
-from ..timestepping import ImplicitMidpoint  # noqa: F401  (re-exported default)
+from ..integrate.schemes import ImplicitMidpoint  # noqa: F401  (re-exported default)
 from ..validation import check_int
 from .scene import Scene
 

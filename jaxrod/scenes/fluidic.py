@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.cosserat import Chamber, CosseratModel, CosseratRod, Samples
-from ..timestepping import DifferenceFormula
+from ..integrate.schemes import DifferenceFormula
 from .scene import Scene
 
 #: Spec 7.3 table, with E and d as reconstructed there.

@@ -31,7 +31,7 @@ from ..models.der.contact import FloorContact, RodRodContact
 from ..models.der.network import DERNetwork, Joint
 from ..signals import LinearRamp
 from ..solvers.newton import NewtonSolver
-from ..timestepping import BackwardEuler
+from ..integrate.schemes import BackwardEuler
 from ..validation import check_int
 from .scene import Scene
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..integrate.base import State
 from ..models.pcs import PCSModel, PCSRod
-from ..timestepping import NewmarkBeta
+from ..integrate.schemes import NewmarkBeta
 from .scene import Scene
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..timestepping import ImplicitMidpoint
+from ..integrate.schemes import ImplicitMidpoint
 
 
 @dataclass
@@ -17,7 +17,7 @@ class Scene:
         model: the model (e.g. :class:`~jaxrod.models.der.DERModel`).
         dt: default time step [s] (ignored for static scenes).
         duration: default simulated time [s] (0 for static scenes).
-        scheme: default time scheme (a :class:`~jaxrod.timestepping.DifferenceFormula` for
+        scheme: default time scheme (a :class:`~jaxrod.integrate.schemes.DifferenceFormula` for
             shooting models).
         static: True when the scene is a static equilibrium problem.
         load_steps: load increments for static scenes.

@@ -80,7 +80,7 @@ import numpy as np
 
 from ..models.der import DERRod
 from ..models.der.network import DERNetwork, Joint
-from ..timestepping import BackwardEuler
+from ..integrate.schemes import BackwardEuler
 from .scene import Scene
 
 __all__ = [

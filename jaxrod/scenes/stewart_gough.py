@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.cosserat.parallel import PAPER, LegLengths, StewartGough, solve_inverse_static
-from ..timestepping import DifferenceFormula
+from ..integrate.schemes import DifferenceFormula
 from .scene import Scene
 
 

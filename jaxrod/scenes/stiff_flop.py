@@ -70,7 +70,7 @@ from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, 
 from ..integrate.implicit import AbstractImplicitModel
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
 from ..signals import SampledMotion, Samples
-from ..timestepping import NewmarkBeta
+from ..integrate.schemes import NewmarkBeta
 from ..validation import check_int
 from .scene import Scene
 
@@ -342,7 +342,7 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     ``n_steps``, ``n_segments`` and ``substeps`` static.
     """
     from ..integrate import simulate, solve_static
-    from ..timestepping import NewmarkBeta
+    from ..integrate.schemes import NewmarkBeta
 
     model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
     rest, _ = solve_static(model, t=0.0, throw=False)

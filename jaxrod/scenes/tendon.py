@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.cosserat import CosseratModel, CosseratRod, Samples, StraightRouting, Tendon
-from ..timestepping import DifferenceFormula
+from ..integrate.schemes import DifferenceFormula
 from .scene import Scene
 
 #: Spec 7.2 table (experimental tendon robot).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.cosserat import CosseratModel, CosseratRod, Hat, PointLoad, ReleasedAt
-from ..timestepping import DifferenceFormula
+from ..integrate.schemes import DifferenceFormula
 from .scene import Scene
 
 #: Table 5 (Cosserat, RK4, N = 100) calibrated values.

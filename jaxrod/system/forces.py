@@ -23,7 +23,7 @@ attached frames' ``u`` vectors projected on the axis).
 How they enter the equations (module docstring of :mod:`jaxrod.system.multibody`): every element
 maps the body poses to its coordinate ``c``. CONSERVATIVE elements (springs) contribute an energy
 ``E(c)`` whose gradient enters the residual as a potential, exactly like gravity and the joint
-springs, so with :class:`~jaxrod.timestepping.AverageVectorField` kinetic + potential energy
+springs, so with :class:`~jaxrod.integrate.schemes.AverageVectorField` kinetic + potential energy
 (:meth:`MultibodySystem.energy` includes these energies) is conserved up to the Gauss quadrature
 error of the potentials. DAMPERS and INPUTS give a generalised force ``f`` conjugate to ``c``,
 evaluated at the scheme's stage point (``c`` and its rate ``c'``, the rate by forward-mode

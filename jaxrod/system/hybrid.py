@@ -18,7 +18,7 @@ g]``: the rod and body rows are the unchanged residuals of :class:`~jaxrod.DERMo
 :class:`~jaxrod.system.MultibodySystem` plus the attachment forces, the last rows the attachment
 constraints ``g`` (``g(q_{n+1})`` after every step, so attachments hold to the Newton tolerance).
 Energy: ``G^T lambda`` is the gradient of ``lambda . g`` with ``lambda`` constant along the step
-and ``g = 0`` at both ends, so with :class:`~jaxrod.timestepping.AverageVectorField` the
+and ``g = 0`` at both ends, so with :class:`~jaxrod.integrate.schemes.AverageVectorField` the
 attachments do no work over a step and the system's energy is conserved as for bodies alone.
 
 Attachments (``g = 0`` in the configuration the system is built in: the body-frame copies below
@@ -81,7 +81,7 @@ than dense LU (many rods on one body) and rods that are not banded (a
 Schemes: as :class:`~jaxrod.system.MultibodySystem` (``AverageVectorField`` default,
 ``ImplicitMidpoint``, ``BackwardEuler``, ``NewmarkBeta(start='rest')``; not schemes that solve for
 an initial acceleration, not :func:`~jaxrod.solve_static`). A static equilibrium is the limit of
-:class:`~jaxrod.timestepping.BackwardEuler` steps much longer than the slowest period (each step
+:class:`~jaxrod.integrate.schemes.BackwardEuler` steps much longer than the slowest period (each step
 leaves a fraction ``(omega dt)^-2`` of the distance to it; the tests use 4 steps at
 ``omega dt ~ 100``).
 

@@ -35,10 +35,10 @@ point; :meth:`MultibodySystem.end_of_step_residual` overwrites the constraint ro
 
 Energy: with the midpoint kinematics ``psi_{n+1} - psi_n = dt omega*`` and ``T(s dpsi) dpsi =
 dpsi``, so the work of the rotation rows along the step is ``dt omega* . (J alpha*)``, the exact
-change of kinetic energy; with :class:`~jaxrod.timestepping.AverageVectorField` (forces averaged
+change of kinetic energy; with :class:`~jaxrod.integrate.schemes.AverageVectorField` (forces averaged
 along the step, ``lambda`` constant along it, ``g = 0`` at both ends) kinetic + potential energy
 is conserved up to the quadrature error of the potentials, whatever the step;
-:class:`~jaxrod.timestepping.ImplicitMidpoint` conserves it exactly for a free body (a quadratic
+:class:`~jaxrod.integrate.schemes.ImplicitMidpoint` conserves it exactly for a free body (a quadratic
 invariant; on a free body the two schemes agreed to 1e-12), not exactly with joints or potentials.
 Measured (``tests/test_system_multibody.py``, AVF): free bodies, energy and ``|L|`` to 1.5e-9
 relative over 1000 steps (Newton tolerance), the direction of the world angular momentum drifts

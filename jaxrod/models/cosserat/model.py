@@ -2,7 +2,7 @@
 (Till, Aloi & Rucker 2019): :class:`CosseratModel`.
 
 Every time derivative is replaced by an implicit difference formula ``y_t = c0 y + y^h``
-(:class:`~jaxrod.timestepping.DifferenceFormula`), which leaves, at each time step, an ODE in the
+(:class:`~jaxrod.integrate.schemes.DifferenceFormula`), which leaves, at each time step, an ODE in the
 reference arc length ``s`` for the state
 
     ``y = [p (3), h (4), n (3), m (3), q (3), w (3)]``  (19 per grid node)
@@ -762,7 +762,7 @@ class CosseratModel(eqx.Module):
 
     def stepper(self, scheme=None, solver=None, *, fallback=False):
         """The :class:`~jaxrod.models.cosserat.stepper.ShootingStepper` that :func:`jaxrod.simulate`
-        runs: ``scheme`` a :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2),
+        runs: ``scheme`` a :class:`~jaxrod.integrate.schemes.DifferenceFormula` (default BDF2),
         ``solver`` the shooting Newton solver (default
         :data:`~jaxrod.models.cosserat.stepper.DEFAULT_SOLVER`). ``fallback``: compile the
         solver's Levenberg-Marquardt fallback into every step (otherwise it runs only as a retry

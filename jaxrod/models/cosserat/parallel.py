@@ -49,7 +49,7 @@ from ...integrate.loop import _f
 from ...integrate.results import ConvergenceError, Trajectory, newton_stats
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import NewtonResult, NewtonSolver, newton_solve, placeholder_factorization
-from ...timestepping import DifferenceFormula
+from ...integrate.schemes import DifferenceFormula
 from ...validation import check_finite, check_nonnegative, check_positive, check_shape, is_traced
 from ...signals import Constant
 from .model import CosseratModel, StepConstants
@@ -582,7 +582,7 @@ class ParallelStepper(AbstractStepper):
 
 def parallel_stepper(robot: StewartGough, scheme=None, solver: NewtonSolver | None = None) -> ParallelStepper:
     """The :class:`ParallelStepper` of ``robot`` (``StewartGough.stepper``): ``scheme`` a
-    :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF-alpha(-0.2), the paper's);
+    :class:`~jaxrod.integrate.schemes.DifferenceFormula` (default BDF-alpha(-0.2), the paper's);
     ``solver`` default :data:`DEFAULT_SOLVER`."""
     formula = DifferenceFormula.bdf_alpha(-0.2) if scheme is None else scheme
     if not isinstance(formula, DifferenceFormula):

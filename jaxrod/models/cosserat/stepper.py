@@ -1,7 +1,7 @@
 """The stepper and static solves of the shooting model (:class:`~.model.CosseratModel`).
 
 Per step (Till et al. fig. 1): the history ``w^h`` of the grid variables is formed once from the
-stored past (:class:`~jaxrod.timestepping.DifferenceFormula`), the six scaled base loads are found
+stored past (:class:`~jaxrod.integrate.schemes.DifferenceFormula`), the six scaled base loads are found
 by the shared Newton solver (Jacobian by ``jax.jacfwd`` through the arc-length scan, optional
 Levenberg-Marquardt fallback, warm start from the previous step), and the grid is re-integrated
 at the converged loads before it enters the history. Gradients flow through every shooting solve by
@@ -29,7 +29,7 @@ from ...solvers.newton import (
     newton_solve,
     placeholder_factorization,
 )
-from ...timestepping import DifferenceFormula
+from ...integrate.schemes import DifferenceFormula
 
 if TYPE_CHECKING:  # annotations only: model.py imports this module in CosseratModel.stepper
     from .model import CosseratModel
@@ -91,7 +91,7 @@ def _as_formula(scheme) -> DifferenceFormula:
         return scheme.difference_formula()
     raise TypeError(
         f"the shooting (Cosserat) model needs a first-order difference formula "
-        f"(jaxrod.timestepping.DifferenceFormula, BackwardEuler() or BDFAlpha(alpha)); "
+        f"(jaxrod.integrate.schemes.DifferenceFormula, BackwardEuler() or BDFAlpha(alpha)); "
         f"{type(scheme).__name__} discretises a second-order system and is not supported"
     )
 
@@ -284,7 +284,7 @@ class ShootingStepper(AbstractStepper):
 def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | None = None, *,
                      fallback: bool = False) -> ShootingStepper:
     """The :class:`ShootingStepper` of ``model`` (``CosseratModel.stepper``): ``scheme`` a
-    :class:`~jaxrod.timestepping.DifferenceFormula` (default BDF2) or ``BackwardEuler()`` /
+    :class:`~jaxrod.integrate.schemes.DifferenceFormula` (default BDF2) or ``BackwardEuler()`` /
     ``BDFAlpha(alpha)``; ``solver`` default :data:`DEFAULT_SOLVER` (tolerance 1e-10 on the scaled
     base loads, Levenberg-Marquardt fallback).
 

@@ -447,3 +447,23 @@ def scheme_from_name(name: str) -> AbstractScheme:
         return SCHEMES[name]()
     except KeyError:
         raise ValueError(f"unknown time scheme {name!r}; choose one of {sorted(SCHEMES)}") from None
+
+
+def _describe(value) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def resolve_scheme(scheme, *, name: str = "scheme"):
+    """A time-scheme instance from ``scheme``: ``None`` (kept: the caller's default), an
+    :class:`AbstractScheme` instance, or a name such as
+    ``"backward_euler"`` (see :func:`scheme_from_name`)."""
+    if scheme is None or isinstance(scheme, (AbstractScheme, DifferenceFormula)):
+        return scheme
+    if isinstance(scheme, str):
+        return scheme_from_name(scheme)
+    if isinstance(scheme, type) and issubclass(scheme, (AbstractScheme, DifferenceFormula)):
+        raise TypeError(f"{name} must be a scheme instance, e.g. {scheme.__name__}(), got the class {scheme.__name__}")
+    raise TypeError(
+        f"{name} must be a time scheme (e.g. jaxrod.BackwardEuler()) or one of the names {sorted(SCHEMES)}, "
+        f"got {_describe(scheme)}"
+    )

@@ -11,9 +11,14 @@ Examples::
     jaxrod simulate till-impulse --kirchhoff --dt 0.004
     jaxrod simulate path/to/model.toml --plot model.png    # a model file (see jaxrod.modelfile)
     jaxrod simulate pendulum.toml                          # a shipped example model file, by name
+    jaxrod simulate cantilever-a1 --log-compiles           # one stderr line per XLA compilation
     jaxrod calibrate weight-release --out results/wr
     jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
     jaxrod calibrate stiff-flop --out results/stiff_flop   # STIFF-FLOP data (shared/data/stiff-flop)
+
+``--log-compiles`` (or ``JAXROD_LOG_COMPILES=1``) lists every XLA compilation on stderr as it
+happens (program name, seconds, JAX's cause when it explains the cache miss) and a summary line at
+exit (:mod:`jaxrod.compile_log`).
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,

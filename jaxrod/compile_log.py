@@ -12,6 +12,7 @@ value that became static) is visible in a log or assertable in a test::
     log.seconds    # their total XLA compile time [s]
     log.events     # [(program name, seconds), ...] in order, e.g. [("jit(f)", 0.012)]
     log.cache_hits # [(program name, seconds to load), ...] read from the persistent cache
+    log.compilations  # all of them as Compilation(name, seconds, cached, cause, repeat)
 
 What is counted, and how (jax 0.10):
 
@@ -27,8 +28,11 @@ What is counted, and how (jax 0.10):
   is turned on while recording, and the "TRACING CACHE MISS" explanations JAX logs (logger
   :data:`EXPLAIN_LOGGER`) are captured instead of printed, and attached to the compilation that
   follows as a one-line ``cause`` (``"first call of f"``, or what differs from the closest
-  earlier call: ``"types: ... now f32[3] and before f32[2]"``). JAX explains only functions
-  defined outside JAX itself, so some compilations carry no cause.
+  earlier call: ``"f: different input types: * at x, now f64[4] and before f64[3]"``). A cause
+  is attached only when JAX's explanation names the compiled function: JAX explains only
+  functions defined outside JAX itself, and not those jitted through another wrapper (then the
+  explanations it logs are for functions traced inside the program), so some compilations carry
+  none; ``repeat`` (> 0: a program of that name was compiled before) still flags a recompilation.
 
 Turning the log on for a whole run: the environment variable ``JAXROD_LOG_COMPILES=1`` (read when
 ``jaxrod`` is imported, see :mod:`jaxrod.config`) or ``jaxrod simulate ... --log-compiles`` print
@@ -81,6 +85,10 @@ class Compilation:
     seconds: float
     cached: bool = False
     cause: str | None = None
+    #: how many programs of the same name were handed to XLA before this one while a
+    #: :func:`record` block was open: > 0 means a recompilation (new shapes or static values, a
+    #: cleared cache) or another function of the same name
+    repeat: int = 0
 
 
 class CompileLog:
@@ -133,6 +141,7 @@ _active: list[CompileLog] = []
 _explaining = 0  # open record(explain=True) blocks
 _explain_was_on = False
 _installed = False
+_seen: dict[str, int] = {}  # program name -> times handed to XLA in this process
 _local = threading.local()  # per thread: .hit (a cache hit inside the open bracket), .causes
 
 
@@ -153,7 +162,11 @@ def _on_duration(event: str, duration: float, **kwargs) -> None:
     if not targets:
         return
     name = str(kwargs.get("fun_name", "?"))
-    c = Compilation(name=name, seconds=float(duration), cached=cached, cause=_pick_cause(name, causes))
+    with _lock:
+        repeat = _seen.get(name, 0)
+        _seen[name] = repeat + 1
+    c = Compilation(name=name, seconds=float(duration), cached=cached, cause=_pick_cause(name, causes),
+                    repeat=repeat)
     for log in targets:
         log._add(c)
 
@@ -219,9 +232,8 @@ def _one_line(msg: str) -> str:
 
 
 def _pick_cause(program: str, causes: list[str]) -> str | None:
-    """The explanation that belongs to ``program`` among those logged since the last compile:
-    one naming the same function, else the last one (an outer jit is explained after the
-    functions traced inside it)."""
+    """The explanation that belongs to ``program`` among those logged since the last compile: the
+    last one naming the same function, else ``None``."""
     if not causes:
         return None
     m = re.fullmatch(r"(?:jit|pmap)\((.*)\)|(?:jit|pmap)_(.*)", program)
@@ -229,7 +241,9 @@ def _pick_cause(program: str, causes: list[str]) -> str | None:
     for msg in reversed(causes):
         if _explained_name(msg) == base:
             return _one_line(msg)
-    return _one_line(causes[-1])
+    # no explanation names this program (e.g. a function wrapped by another library's jit): the
+    # explanations logged meanwhile belong to functions traced inside it, not to its cache miss
+    return None
 
 
 class record:
@@ -274,7 +288,10 @@ def format_compilation(c: Compilation) -> str:
     """The line :func:`log_to_stderr` prints for one compilation."""
     what = "loaded from cache" if c.cached else "compiled"
     line = f"compile: {c.name} {what} in {c.seconds:.2f} s"
-    return line + (f" ({c.cause})" if c.cause else "")
+    notes = [c.cause] if c.cause else []
+    if c.repeat:
+        notes.append(f"#{c.repeat + 1} of this name")
+    return line + (f" ({'; '.join(notes)})" if notes else "")
 
 
 _stderr_log: CompileLog | None = None

@@ -51,6 +51,8 @@ def test_one_compile_recorded_then_none_then_new_shape_with_cause(no_persistent_
             f(x4).block_until_ready()
     assert [n for n, _ in inner.events] == [n for n, _ in outer.events] == ["jit(scaled_sine)"]
     cause = inner.compilations[0].cause
+    assert inner.compilations[0].repeat == log.compilations[0].repeat + 1
+    assert "#" in compile_log.format_compilation(inner.compilations[0])
     assert "f64[4]" in cause and "f64[3]" in cause, cause
     assert "1 program, " in inner.summary()
 

@@ -26,6 +26,7 @@ Usage::
     python benchmarks/compile.py --json benchmarks/results/compile.json
     python benchmarks/compile.py --tree /path/to/other/checkout  # measure another checkout's jaxrod
     python benchmarks/compile.py --calibrate                      # also `jaxrod calibrate stiff-flop --max-iters 1`
+    python benchmarks/compile.py --report benchmarks/results/compile_before.json  # table of a saved run
 
 Each run's stderr tail is kept in the JSON when the command fails (status != 0).
 """
@@ -177,7 +178,13 @@ def main(argv=None):
     p.add_argument("--calibrate", action="store_true",
                    help="also time `jaxrod calibrate stiff-flop --max-iters 1` (several minutes of CPU)")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per run before it is stopped (default 1200)")
+    p.add_argument("--report", metavar="JSON", help="print the table of a saved --json file and exit (no runs)")
     args = p.parse_args(argv)
+    if args.report:
+        with open(args.report) as f:
+            saved = json.load(f)
+        out(table(HEADER + ["note"], [fmt_row(r) + [r.get("why", r.get("note", ""))] for r in saved["rows"]]))
+        return 0
     tree = os.path.abspath(args.tree)
 
     targets = []

@@ -1,8 +1,9 @@
 """Helpers shared by the benchmark scripts: printing (``out``, ``note``, ``table``) and the
 machine/commit description (``cpu_name``, ``git_describe``, ``load_average``).
 
-Only benchmarks/compile.py uses it so far; cosserat_till.py, pcs_ishigaki.py and der_dismech.py
-still carry their own copies of the same functions (to be switched over when they are next edited).
+Used by compile.py; cosserat_till.py, pcs_ishigaki.py and der_dismech.py import the printing
+helpers and ``cpu_name`` from here (their ``git_describe``/``machine_header`` differ in wording and
+stay in each script). Scripts run as ``python benchmarks/X.py`` find it on ``sys.path[0]``.
 """
 
 from __future__ import annotations

@@ -154,12 +154,23 @@ def measure(tree, label, argv, args):
 def fmt_row(r):
     c, w = r.get("cold"), r.get("warm")
     if c is None:
-        return [r["target"], "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", r.get("why", "")]
+        return [r["target"]] + ["n/a"] * 8
     flag = "" if c["rc"] == 0 else f" (exit {c['rc']})"
     warm = [f"{w['cpu_s']:.0f}", f"{w['wall_s']:.0f}", str(w["programs"])] if w else ["-", "-", "-"]
     load = f"{r['load_1min']:.1f}" if r.get("load_1min") is not None else "n/a"
     return [r["target"] + flag, c["programs"], f"{c['xla_compile_s']:.1f}", f"{c['cpu_s']:.0f}", f"{c['wall_s']:.0f}",
             *warm, load]
+
+
+def note_for(r):
+    """The note column: why a row is missing, or the cold run's in-run cache hits."""
+    if r.get("why"):
+        return r["why"]
+    parts = [r["note"]] if r.get("note") else []
+    hits = (r.get("cold") or {}).get("cache_hits", 0)
+    if hits:
+        parts.append(f"+{hits} identical program{'s' if hits != 1 else ''} read back from the cache this run filled")
+    return "; ".join(parts)
 
 
 HEADER = ["scene / file", "programs", "XLA compile s", "cold CPU s", "cold wall s", "warm CPU s", "warm wall s",
@@ -183,7 +194,7 @@ def main(argv=None):
     if args.report:
         with open(args.report) as f:
             saved = json.load(f)
-        out(table(HEADER + ["note"], [fmt_row(r) + [r.get("why", r.get("note", ""))] for r in saved["rows"]]))
+        out(table(HEADER + ["note"], [fmt_row(r) + [note_for(r)] for r in saved["rows"]]))
         return 0
     tree = os.path.abspath(args.tree)
 
@@ -239,7 +250,7 @@ def main(argv=None):
             "not measured: the CLI cannot stop after the first evaluation; `--max-iters 1` still runs an "
             "iteration and the evaluation table (minutes of CPU); run with --calibrate")})
     dump()
-    out(table(HEADER + ["note"], [fmt_row(r) + [r.get("why", r.get("note", ""))] for r in rows]))
+    out(table(HEADER + ["note"], [fmt_row(r) + [note_for(r)] for r in rows]))
     return 0
 
 

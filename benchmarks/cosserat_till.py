@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxrod
+from _common import cpu_name, note, out, table  # noqa: E402  (helpers shared by the benchmark scripts)
 from jaxrod.models.cosserat import CosseratState
 from jaxrod.scenes import get_scene
 from jaxrod.integrate.schemes import DifferenceFormula as D
@@ -95,20 +96,6 @@ SIZES = (10, 20, 40, 80, 160, 320)
 RT_DT_MS = (1.0, 2.0, 4.0, 8.0)
 PAPER_HW = ("the paper's timings: C++/Eigen (hand-written shooting code) on an Intel Core i7-4790K @ 4.00 GHz "
             "(4-core Haswell, 2014), single-threaded for these benchmarks")
-
-
-def out(text=""):
-    print(text, flush=True)
-
-
-def note(text):
-    print(text, file=sys.stderr, flush=True)
-
-
-def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def start_table(header):
@@ -299,17 +286,6 @@ def fmt_paper(x, unit=""):
 # ---------------------------------------------------------------------------------------------
 # machine
 # ---------------------------------------------------------------------------------------------
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def git_describe():
     import subprocess
 

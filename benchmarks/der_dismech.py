@@ -52,6 +52,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxrod  # noqa: E402  (float64)
+from _common import note, out, table  # noqa: E402  (helpers shared by the benchmark scripts)
 from jaxrod import analysis  # noqa: E402
 
 CASES = {"a1": "cantilever-a1", "a2": "cantilever-a2", "b1": "helix-b1", "b2": "helix-b2"}
@@ -65,20 +66,6 @@ PYDISMECH_HZ = {"b1": 4.70, "b2": 8.98}
 # Scaling / batching settings
 SIZES = (25, 50, 100, 200, 400, 800, 1600)
 BATCHES = (1, 4, 16, 64)
-
-
-def out(text=""):
-    print(text, flush=True)
-
-
-def note(text):
-    print(text, file=sys.stderr, flush=True)
-
-
-def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def fmt(x, spec=".3g"):

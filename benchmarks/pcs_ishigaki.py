@@ -86,6 +86,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxrod  # (float64)
+from _common import cpu_name, note, out  # noqa: E402  (helpers shared by the benchmark scripts)
 from jaxrod.models.pcs.explicit import explicit_acceleration, simulate_explicit
 from jaxrod.scenes import get_scene
 
@@ -108,14 +109,6 @@ SLOW_S = 30.0
 # (spec sec. 6.4; same 5 x 2 cm stand-in, 3 segments; NOT the paper's numbers).
 SPEC_T2 = {"implicit (spec prototype)": (0, 4.666, 0, 1.104, 0, -0.180),
            "explicit (spec prototype)": (0, 4.643, 0, 1.113, 0, -0.198)}
-
-
-def out(text=""):
-    print(text, flush=True)
-
-
-def note(text):
-    print(text, file=sys.stderr, flush=True)
 
 
 def start_table(header):
@@ -267,17 +260,6 @@ def summarize_implicit(traj, dt, n_steps, med, mn, calls):
 # ---------------------------------------------------------------------------------------------
 # machine
 # ---------------------------------------------------------------------------------------------
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def git_describe():
     import subprocess
 

@@ -11,9 +11,14 @@ Examples::
     jaxrod simulate till-impulse --kirchhoff --dt 0.004
     jaxrod simulate path/to/model.toml --plot model.png    # a model file (see jaxrod.modelfile)
     jaxrod simulate pendulum.toml                          # a shipped example model file, by name
+    jaxrod simulate cantilever-a1 --log-compiles           # one stderr line per XLA compilation
     jaxrod calibrate weight-release --out results/wr
     jaxrod calibrate soft-limb --out results/limb          # data found at run time, or --data PATH
     jaxrod calibrate stiff-flop --out results/stiff_flop   # STIFF-FLOP data (shared/data/stiff-flop)
+
+``--log-compiles`` (or ``JAXROD_LOG_COMPILES=1``) lists every XLA compilation on stderr as it
+happens (program name, seconds, JAX's cause when it explains the cache miss) and a summary line at
+exit (:mod:`jaxrod.compile_log`).
 
 ``simulate`` prints a header, progress lines on stderr while running (unless ``--no-progress``)
 and a summary: wall time (compile + run), Newton iterations per step, the final tip position and,
@@ -125,6 +130,7 @@ def _build_parser():
                         "scale); auto (default): a round factor that makes a small motion visible, stated on "
                         "the figure")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
+    _add_log_compiles(s)
 
     # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
     from .cases.cli_args import SOFT_LIMB_DESCRIPTION, add_soft_limb_arguments, add_weight_release_arguments
@@ -149,7 +155,15 @@ def _build_parser():
     sfl = cases.add_parser("stiff-flop", help="STIFF-FLOP module: E, G/E, damping from the measured TMTDyn data",
                            description=STIFF_FLOP_DESCRIPTION)
     add_stiff_flop_arguments(sfl)
+    for case in (wr, sl, sfl):
+        _add_log_compiles(case)
     return p
+
+
+def _add_log_compiles(parser):
+    parser.add_argument("--log-compiles", action="store_true",
+                        help="print one line per XLA compilation on stderr (program, seconds, cause) and a "
+                             "summary at the end (also: JAXROD_LOG_COMPILES=1)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,6 +551,10 @@ def main(argv=None) -> int:
             return int(e.code or 0)
         if args.command == "scenes":
             return _cmd_scenes(out)
+        if getattr(args, "log_compiles", False):
+            from . import compile_log
+
+            compile_log.log_to_stderr()
         if args.command == "simulate" and not _is_model_file(args.scene):
             _scene_info(args.scene)  # a misspelt name is reported before the simulator is imported
         if args.command == "calibrate":

@@ -43,6 +43,11 @@ JAX's "backend compile" start and end events) and restores it afterwards, so err
 programs run are still printed; a failed compilation is raised as a Python exception either way.
 Setting ``TF_CPP_MIN_LOG_LEVEL`` to another value than JAX's default ``1``, or ``jax_logging_level``,
 turns this off (your level is left alone), as does :func:`set_quiet_compiles` ``(False)``.
+
+**Compile log.** With the environment variable ``JAXROD_LOG_COMPILES`` set to ``1`` (also ``true``,
+``yes``, ``on``), importing jaxrod starts :func:`jaxrod.compile_log.log_to_stderr`: one line on stderr
+per XLA compilation (program name, seconds, JAX's explanation of the cache miss) and a summary line
+at exit. ``jaxrod simulate ... --log-compiles`` does the same for one command.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import jax
 
 __all__ = [
     "CACHE_ENV_VAR",
+    "LOG_COMPILES_ENV_VAR",
     "MIN_COMPILE_TIME_SECS",
     "apply_defaults",
     "cache_dir",
@@ -67,6 +73,7 @@ __all__ = [
 ]
 
 CACHE_ENV_VAR = "JAXROD_CACHE_DIR"
+LOG_COMPILES_ENV_VAR = "JAXROD_LOG_COMPILES"
 
 #: Programs that took at least this long to compile are written to the cache [s]. Measured on the
 #: default example (``jaxrod simulate cantilever-a1``, busy 2-core machine): one time-stepping
@@ -281,7 +288,16 @@ def _install_compile_listeners() -> None:
 def apply_defaults() -> None:
     """Apply jaxrod's defaults (called by ``import jaxrod``): the persistent compilation cache
     from ``JAXROD_CACHE_DIR`` or the platform default, unless JAX's cache was configured by the
-    user; the slow-compile banner hidden while programs compile. Never raises: a cache directory
+    user; the slow-compile banner hidden while programs compile; the compile log on stderr when
+    ``JAXROD_LOG_COMPILES=1``. Never raises: a cache directory
     that cannot be used is reported by one ``RuntimeWarning``."""
     _apply_cache_default()
     _install_compile_listeners()
+    _apply_log_compiles()
+
+
+def _apply_log_compiles() -> None:
+    if os.environ.get(LOG_COMPILES_ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
+        from . import compile_log
+
+        compile_log.log_to_stderr()

@@ -4,8 +4,8 @@ and the XLA slow-compile banner.
 **Compilation cache.** jaxrod programs (a 200-step implicit rod simulation, a gradient through it)
 take tens of seconds to minutes to compile and milliseconds to seconds to run. JAX can keep
 compiled programs on disk, so that a second process running the same problem shape (the same
-scene, node count, scheme and number of steps; values passed as arrays, such as ``dt``, do not
-matter) loads them instead of compiling. jaxrod turns this cache on by default, for the library,
+scene, node count and scheme; a plain ``simulate`` call's number of steps, and values passed as
+arrays, such as ``dt``, do not matter) loads them instead of compiling. jaxrod turns this cache on by default, for the library,
 the ``jaxrod`` command and notebooks alike, in the user's cache directory:
 
 - Linux and other Unix: ``$XDG_CACHE_HOME/jaxrod/jax-cache`` (``~/.cache/jaxrod/jax-cache``);

@@ -109,7 +109,7 @@ class AbstractImplicitModel(eqx.Module):
 
     @abc.abstractmethod
     def observe(self, q, v, aux):
-        """Dict of outputs saved in a :class:`~jaxrod.simulate.Trajectory`; must contain
+        """Dict of outputs saved in a :class:`~jaxrod.integrate.Trajectory`; must contain
         ``positions`` ``(N, 3)`` [m]; may contain ``frames`` ``(N-1, 3, 3)`` and ``twist``."""
 
 

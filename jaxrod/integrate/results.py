@@ -94,7 +94,7 @@ class Trajectory(eqx.Module):
         q, v: ``(T, ...)`` generalised coordinates and velocities (DER); for a shooting model the
             state grids ``[p, h, n, m, q, w]`` ``(T, N, 19)`` and ``[q, w, v, u]`` ``(T, N, 12)``.
         stats: :class:`SolverStats` for every step.
-        final: :class:`~jaxrod.models.base.State` (DER) or
+        final: :class:`~jaxrod.integrate.State` (implicit models) or
             :class:`~jaxrod.models.cosserat.CosseratState` after the last step (for restarts).
         dt: time step [s].
         valid: ``(T,)`` bool: frame computed from converged steps only. After the first failed

@@ -279,9 +279,8 @@ class MultibodySystem(AbstractImplicitModel):
         x0 = jnp.stack([b.position for b in self.bodies])
         aux = BodyFrames(jnp.stack([b.orientation for b in self.bodies]), jnp.zeros((nb, 3)))
         # compiled: evaluated op by op, the vmapped joint groups cost seconds per group
-        G = np.asarray(eqx.filter_jit(jax.jacfwd(
-            lambda y, system: system.constraints(y[:nb], system.rotations(y[nb:], aux), 0.0)
-        ))(jnp.concatenate([x0, jnp.zeros((nb, 3))]), self).reshape(self.n_constraints, 6 * nb))
+        G = np.asarray(_constraint_jacobian(self, jnp.concatenate([x0, jnp.zeros((nb, 3))]), aux)).reshape(
+            self.n_constraints, 6 * nb)
         basis, dropped = np.zeros((0, 6 * nb)), []
         # prescribed motions (drives) last: a drive implied by the other joints fights them and
         # must not be dropped silently (the body would not follow it)
@@ -586,3 +585,11 @@ class MultibodySystem(AbstractImplicitModel):
     def observe(self, q, v, aux):
         x, psi, _ = self.unpack(q)
         return {"positions": x, "frames": jnp.swapaxes(self.rotations(psi, aux), -1, -2)}
+
+
+@eqx.filter_jit
+def _constraint_jacobian(system, y, aux):
+    # compiled once per system structure (a jitted lambda made at each assembly recompiled every
+    # time); evaluated op by op, the vmapped joint groups cost seconds per group
+    nb = system.n_bodies
+    return jax.jacfwd(lambda y: system.constraints(y[:nb], system.rotations(y[nb:], aux), 0.0))(y)

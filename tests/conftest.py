@@ -46,23 +46,24 @@ def _release_compiled_programs():
 #: ``loadscopereorder`` off, see :func:`pytest_configure`), so they are collected first: a long
 #: file handed out last would leave the other worker idle while it runs (longest processing time
 #: first). The other files follow in their usual (alphabetical) order.
-LONGEST_FIRST = (
-    "test_tendons.py",  # issue 15 files: helpers' cold CPU times (~300 s, ~85-160 s, ~60 s), not yet from CI
-    "test_system_hybrid.py",
-    "test_der_contact.py",
-    "test_calibrate.py",
-    "test_system_forces.py",
-    "test_system_hybrid_sparse.py",
+LONGEST_FIRST = (  # the suite of 2026-11-26 (issue 21, fusion emitters off, empty cache): summed test durations
+    "test_system_hybrid.py",  # 487 s
+    "test_tendons.py",  # 253 s
+    "test_system_hybrid_sparse.py",  # 237 s
+    "test_der_gradients.py",  # 215 s
+    "test_pcs_dynamics.py",  # 200 s
     "test_der_network.py",
-    "test_der_gradients.py",
-    "test_reduced_rods.py",
-    "test_modelfile.py",
-    "test_system_joints.py",
-    "test_system_sparse.py",
+    "test_der_contact.py",
     "test_notebooks_continuum_robots.py",
+    "test_modelfile.py",
+    "test_notebooks_der_quickstart.py",
+    "test_cosserat.py",
+    "test_cosserat_numerics.py",
     "test_pressure_cosserat.py",
-    "test_stiff_flop_fit.py",
-    "test_parallel_robot.py",
+    "test_system_sparse.py",
+    "test_notebooks_pcs_newmark.py",
+    "test_notebooks_hybrid_systems.py",
+    "test_calibrate.py",
 )
 
 

@@ -78,3 +78,50 @@ def pytest_configure(config):
     # the long compiles wherever their test count falls. Keep the order of LONGEST_FIRST instead.
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+
+
+# --- an opt-in profile of where the suite's time goes ----------------------------------------
+# JAXROD_TEST_PROFILE=DIR writes DIR/<worker>.jsonl: one line per test with its wall and CPU time
+# (this process and its finished subprocesses) and every compilation event JAX reported during it
+# (tracing, lowering, XLA compile; program name; persistent-cache hit or not). Used to decide which
+# programs to share between tests; ``python3 benchmarks/suite_profile.py DIR`` summarises it.
+_PROFILE_DIR = os.environ.get("JAXROD_TEST_PROFILE")
+if _PROFILE_DIR:
+    import json
+    import resource
+    import time
+
+    _events: list = []
+    _hit = [False]
+
+    def _prof_event(event, **kw):
+        if event == "/jax/compilation_cache/cache_hits":
+            _hit[0] = True
+
+    def _prof_duration(event, duration, **kw):
+        if not event.startswith("/jax/core/compile/"):
+            return
+        cached = False
+        if event.endswith("backend_compile_duration"):
+            cached, _hit[0] = _hit[0], False
+        _events.append((event.rsplit("/", 1)[-1], str(kw.get("fun_name", "?")), round(float(duration), 4), cached))
+
+    jax.monitoring.register_event_listener(_prof_event)
+    jax.monitoring.register_event_duration_secs_listener(_prof_duration)
+
+    def _cpu():
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        os.makedirs(_PROFILE_DIR, exist_ok=True)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        _events.clear()
+        t0, (c0, k0) = time.monotonic(), _cpu()
+        yield
+        t1, (c1, k1) = time.monotonic(), _cpu()
+        rec = {"test": item.nodeid, "wall": round(t1 - t0, 3), "cpu": round(c1 - c0, 3),
+               "child_cpu": round(k1 - k0, 3), "load": os.getloadavg()[0], "events": list(_events)}
+        with open(os.path.join(_PROFILE_DIR, f"{worker}.jsonl"), "a") as f:
+            f.write(json.dumps(rec) + "\n")

@@ -1,5 +1,5 @@
-"""STIFF-FLOP (TMTDyn validation E1) on the measured recordings: fit E, G/E and the Kelvin-Voigt
-viscosity of the actuated PCS module on NoLoad 0-29 s with exact gradients through the
+"""STIFF-FLOP (TMTDyn validation E1) on the measured recordings: fit E and the Kelvin-Voigt
+viscosity (G/E fixed at 1/3 unless ``--fit-shear``) of the actuated PCS module on NoLoad 0-29 s with exact gradients through the
 simulation, then report static and dynamic tip errors in-sample and held out (NoLoad 29-54 s,
 Load1, Load2) beside the constant-shape baseline and TMTDyn's published figures.
 

@@ -152,7 +152,7 @@ def _build_parser():
     sl = cases.add_parser("soft-limb", help="real2sim of the DisMech soft limb (measured data)",
                           description=SOFT_LIMB_DESCRIPTION)
     add_soft_limb_arguments(sl)
-    sfl = cases.add_parser("stiff-flop", help="STIFF-FLOP module: E, G/E, damping from the measured TMTDyn data",
+    sfl = cases.add_parser("stiff-flop", help="STIFF-FLOP module: E and damping from the measured TMTDyn data (G/E fixed at 1/3 unless --fit-shear)",
                            description=STIFF_FLOP_DESCRIPTION)
     add_stiff_flop_arguments(sfl)
     for case in (wr, sl, sfl):

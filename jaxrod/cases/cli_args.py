@@ -353,7 +353,7 @@ def add_soft_limb_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
 STIFF_FLOP_DESCRIPTION = (
     "STIFF-FLOP (TMTDyn E1) on the measured recordings: fit E and the viscosity of a PCS model "
     "driven by the measured pressures on NoLoad 0-29 s, report held-out tip errors (NoLoad 29-54 s, "
-    "Load1, Load2) beside TMTDyn's published 3-12.5 mm and the constant-shape baseline"
+    "Load1, Load2) beside the constant-shape baseline and TMTDyn's published 3-12.5 mm (not comparable: TMTDyn calibrated by hand on the experiments it reports, whole recordings)"
 )
 
 

@@ -20,7 +20,7 @@ Data:
   model (RK4, 100 points, 3 shooting segments, dt = 1 ms) sampled like the paper's camera (1 kHz)
   with Gaussian noise of 0.1 mm on ``x`` and ``z``. Everything printed or saved from it is
   labelled SYNTHETIC. The command line runs the quick preset :data:`QUICK` by default (data from
-  the fit model itself, ~1-2 min) and this finer study with ``--fine`` (~10 min).
+  the fit model itself, ~1-2 min) and this finer study with ``--fine`` (18 and 48 min wall in two runs on a loaded 2-core machine).
 
 Evaluation: ``hold_out`` (command line default 0.25) of the record at its end is never fitted;
 its tip error is printed beside the in-sample one. The identifiability report compares the

@@ -388,7 +388,7 @@ def stiff_flop_actuated(
         recording: ``"NoLoad"``, ``"Load1"``, ``"Load2"`` or a CSV path (the data are read from
             ``shared/data/stiff-flop/``, see :mod:`jaxrod.datasets.stiff_flop`).
         n_segments: PCS segments (>= 1).
-        fitted: use the fitted E, G/E and viscosity (``FITTED``) instead of Table 2's values.
+        fitted: use the fitted E and viscosity, G/E = 1/3 (``FITTED``) instead of Table 2's values.
         dt, duration: time step and simulated time [s] (default 0.05 s and the whole recording).
     """
     from ..integrate import solve_static

@@ -8,6 +8,7 @@ notebooks), so they share that cache. ``JAXROD_TEST_CACHE=off`` runs the suite w
 (cold-start timings)."""
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # XLA:CPU without its fusion emitters: programs compile 22-30 % faster (CPU time of the first call:
@@ -68,6 +69,11 @@ LONGEST_FIRST = (  # the suite of 2026-11-26 (issue 21, fusion emitters off, emp
 
 
 def pytest_collection_modifyitems(config, items):
+    # the whole suite collected (no file, -k or -m selection): tests/test_readme.py checks README's count
+    root = config.rootpath
+    whole = all(Path(a).resolve() in (root, root / "tests") for a in config.args) if config.args else True
+    if whole and not config.option.keyword and not config.option.markexpr:
+        config._jaxrod_full_suite = len(items)
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay contiguous
 

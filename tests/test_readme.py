@@ -1,0 +1,61 @@
+"""README.md and benchmarks/README.md against the code: the test count, the scenes and calibration
+cases they name, the shipped model-file examples they list, and the repository files they cite. A
+README that drifts from the code fails here rather than misleading a reader."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+READMES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md"]
+
+
+def _text(path):
+    return path.read_text(encoding="utf-8")
+
+
+def test_readme_test_count_matches_the_collected_suite(request):
+    full = getattr(request.config, "_jaxrod_full_suite", None)
+    if not full:
+        pytest.skip("the count is checked only when the whole suite is collected (no file, -k or -m selection)")
+    m = re.search(r"the (\d+) tests took", _text(ROOT / "README.md"))
+    assert m, "README.md no longer states the suite's test count as 'the N tests took'"
+    assert int(m.group(1)) == full, (
+        f"README.md says {m.group(1)} tests, the suite collects {full}: update the count (and the time)")
+
+
+def test_scenes_and_cases_named_in_the_readmes_exist():
+    from jaxrod.scenes.registry import REGISTRY
+
+    cases = {"weight-release", "soft-limb", "stiff-flop"}
+    examples = {p.name for p in (ROOT / "jaxrod" / "modelfile" / "examples").glob("*.toml")}
+    bad = []
+    for path in READMES:
+        for verb, name in re.findall(r"jaxrod (simulate|calibrate) ([A-Za-z0-9_./<>-]+)", _text(path)):
+            if name.startswith("<") or name.upper() == name or name in ("model.toml", "path/to/model.toml"):
+                continue  # placeholders
+            ok = (name in cases) if verb == "calibrate" else (name in REGISTRY or Path(name).name in examples)
+            if not ok:
+                bad.append(f"{path.name}: jaxrod {verb} {name}")
+    assert not bad, "names the code does not know:\n" + "\n".join(bad)
+
+
+def test_readme_lists_every_shipped_model_file_example():
+    text = _text(ROOT / "README.md")
+    i = text.index("shipped examples in `jaxrod/modelfile/examples/`")
+    listed = set(re.findall(r"`([a-z0-9_]+)`", text[i:text.index("```", i)]))
+    shipped = {p.stem for p in (ROOT / "jaxrod" / "modelfile" / "examples").glob("*.toml")}
+    assert shipped <= listed, f"README does not list the examples {sorted(shipped - listed)}"
+
+
+def test_files_cited_by_the_readmes_exist():
+    bad, n = [], 0
+    for path in READMES:
+        for cited in set(re.findall(r"(?<![\w/.])((?:jaxrod|tests|benchmarks|calibration|notebooks)/[\w/.-]+\.(?:py|json|toml|ipynb|md))",
+                                    _text(path))):
+            n += 1
+            if not (ROOT / cited).exists():
+                bad.append(f"{path.name}: {cited}")
+    assert n > 20, f"only {n} file citations found: the pattern no longer matches the READMEs"
+    assert not bad, "cited files that do not exist:\n" + "\n".join(sorted(bad))

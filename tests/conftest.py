@@ -16,7 +16,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # with the same results (tips equal to the printed digits). The suite is dominated by compilation;
 # the library's default (users' runs) is left alone. Inherited by the subprocesses the tests start.
 # JAXROD_TEST_XLA_FLAGS="" runs the suite with XLA's defaults.
-_FLAG = os.environ.get("JAXROD_TEST_XLA_FLAGS", "--xla_cpu_use_fusion_emitters=false")
+# And at LLVM optimisation level 0 (2026-11-27, measured on the DER network + contact files, cold:
+# XLA compile 228 -> 163 s, their summed test time 333 -> 276 s; run-heavy files 5-15 % slower:
+# gripper 71 -> 76 s, long-run energy 47 -> 54 s; results equal to round-off).
+_FLAG = os.environ.get("JAXROD_TEST_XLA_FLAGS",
+                       "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0")
 if _FLAG and _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
 os.environ["JAXROD_CACHE_DIR"] = os.environ.get(

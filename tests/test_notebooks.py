@@ -46,6 +46,9 @@ def execute_notebook(path, tmp_path, monkeypatch):
     # the kernel inherits the environment: CPU, and JAXROD_CACHE_DIR (the tests' cache, conftest.py)
     monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", "cpu"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    # the kernel imports the jaxrod of this checkout, whatever (or wherever) is pip-installed
+    root = str(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
 
     copy = tmp_path / path.name
     shutil.copy(path, copy)

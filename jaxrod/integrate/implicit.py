@@ -117,6 +117,23 @@ class AbstractImplicitModel(eqx.Module):
 #: factorisation while they contract, converged to 1e-9 in the unknowns (metres/radians for rods)
 DEFAULT_SOLVER = NewtonSolver(linear_solver=None, reuse_jacobian=True, rtol=1e-9, atol=1e-9)
 
+# Models whose residual is slow to trace (deep Python: shooting sweeps, PCS recursions) set
+# ``trace_residual_once = True``: their residuals go through one cached jitted function each. A
+# Newton solve traces its residual in several places (evaluation, Jacobian, line search, the
+# implicit-differentiation tangent, the static solve and the time loop), and a cached inner
+# program is traced once and transformed from its jaxpr (JAX caches the JVP/batching of a jitted
+# function's jaxpr); the compiled program computes the same. Not the default: for DER rods the
+# inner call made XLA compile 20 % longer and saved no tracing (cantilever a1, 21 nodes).
+def _cached(fun):
+    jitted = eqx.filter_jit(fun)
+    return lambda model: jitted if getattr(model, "trace_residual_once", False) else fun
+
+
+_scheme_residual = _cached(lambda scheme, model, q, hist, t, dt, aux: scheme.residual(model, q, hist, t, dt, aux))
+_acceleration_residual = _cached(lambda model, q, v, a, t, aux: model.acceleration_residual(q, v, a, t, aux))
+_static_residual = _cached(lambda model, q, t, aux: model.static_residual(q, t, aux))
+
+
 def _with_model_solver(model, solver: NewtonSolver) -> NewtonSolver:
     if solver.linear_solver is None:
         return eqx.tree_at(
@@ -141,7 +158,7 @@ def implicit_step(
 
     def residual(q_next, _):
         q_sub = jnp.where(fixed, qb, q_next)
-        r = model.end_of_step_residual(q_sub, scheme.residual(model, q_sub, hist, t, dt, aux), t + dt, aux)
+        r = model.end_of_step_residual(q_sub, _scheme_residual(model)(scheme, model, q_sub, hist, _f(t), _f(dt), aux), t + dt, aux)
         return jnp.where(fixed, q_next - qb, r)
 
     def step_limit(q_next, dq):
@@ -163,7 +180,7 @@ def _initial_acceleration(model, q, v, aux, t, solver):
     fixed = model.fixed_mask()
 
     def residual(a, _):
-        return jnp.where(fixed, a, model.acceleration_residual(q, v, a, t, aux))
+        return jnp.where(fixed, a, _acceleration_residual(model)(model, q, v, a, _f(t), aux))
 
     return newton_solve(residual, jnp.zeros_like(q), None, solver).value
 
@@ -428,7 +445,7 @@ def _static_increment(model, state, t, solver, q, s, scaled):
 
     def residual(qn, _):
         q_sub = jnp.where(fixed, qb, qn)
-        r = m.static_residual(q_sub, t, state.aux)
+        r = _static_residual(m)(m, q_sub, _f(t), state.aux)
         return jnp.where(fixed, qn - qb, r)
 
     res = newton_solve(residual, q, None, solver)

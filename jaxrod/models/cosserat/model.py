@@ -581,6 +581,13 @@ class CosseratModel(eqx.Module):
         return jnp.zeros((n, self.w_size)), jnp.zeros((n - 1, self.n_stages, self.w_size))
 
     def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+        """See :meth:`_integrate` (same arguments and results). Called through one cached jitted
+        function, so that the many places a step traces the sweep (residual, Jacobian, line
+        search, implicit-differentiation tangent, the static solve) reuse one traced program
+        instead of re-tracing it: tracing, not XLA, was most of a first run's cost."""
+        return _integrate_jit(self, x, jnp.asarray(t, dtype=float), P, wh, jnp.asarray(load_factor, dtype=float))
+
+    def _integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
         """Integrate from the base (and, with ``segments > 1``, from each guessed segment start)
         with shooting unknowns ``x`` at time ``t``.
 
@@ -789,3 +796,8 @@ class CosseratModel(eqx.Module):
         )
         s = jnp.asarray(self.grid())
         return jnp.sum(0.5 * (dens[1:] + dens[:-1]) * jnp.diff(s))
+
+
+@eqx.filter_jit
+def _integrate_jit(model, x, t, P, wh, load_factor):
+    return model._integrate(x, t, P, wh, load_factor)

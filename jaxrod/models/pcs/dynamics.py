@@ -291,6 +291,8 @@ class PCSModel(AbstractImplicitModel):
             equivalent radius ``sqrt(area / pi)`` of the backbone); checked at construction.
     """
 
+    trace_residual_once = True  # see jaxrod.integrate.implicit: the recursion is slow to trace
+
     rod: PCSRod
     basis: StrainBasis = eqx.field(default_factory=StrainBasis.full)
     gravity: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, dtype=float), default=(0.0, 0.0, 0.0))

@@ -322,9 +322,10 @@ def _linearise_constrained(model, q, aux, t, free, mu_idx):
     independent and the pivots come from a host callback); ``T`` itself is differentiable.
     """
     free_j, mu_j = jnp.asarray(free), jnp.asarray(mu_idx)
-    first = _constraint_blocks(model, q, aux, t, free_j, mu_j)
-    G = first["G"]
     n_y, n_mu = free.size, mu_idx.size
+    # one program for both linearisations (at v = 0, then at the static multipliers)
+    r, J = _linearisation(model, q, jnp.zeros(n_mu, q.dtype), aux, t, free_j, mu_j)
+    G = J[n_y:, :n_y]
     if is_traced(G):
         rows = np.arange(n_mu)
 
@@ -352,62 +353,78 @@ def _linearise_constrained(model, q, aux, t, free, mu_idx):
                 f"modal(): the constraints leave no motion ({rank} independent constraint rows on {n_y} "
                 "coordinates): the system is a structure, not a mechanism"
             )
-    return _reduce_constrained(model, q, aux, t, free_j, mu_j, jnp.asarray(rows), jnp.asarray(dep), first)
+    rows_j = jnp.asarray(rows)
+    v_mu = _static_multipliers(r, J, rows_j, n_y)
+    r2, J2 = _linearisation(model, q, v_mu, aux, t, free_j, mu_j)
+    out = _reduce(J2, G[rows_j], jnp.asarray(dep), n_y)
+    x0, Jp = _position_jacobian(model, q, aux, free_j)
+    out.update(J=Jp @ out["T"], x0=x0, r0=jnp.max(jnp.abs(r2[:n_y])))
+    return out
 
 
 @eqx.filter_jit
-def _constraint_blocks(model, q, aux, t, free, mu):
-    shape = q.shape
+def _linearisation(model, q, v_mu, aux, t, free, mu):
+    """The residual and its Jacobian at ``q``, ``v`` = ``v_mu`` on the multiplier coordinates ``mu``
+    (0 elsewhere), ``a = 0``: rows ``r[free]``, ``r[mu]``; columns ``dq[free]``, ``dv[free]``,
+    ``dv[mu]``, ``da[free]``. One program serves the unconstrained linearisation (``mu`` empty) and
+    both stages of the constrained one (``v_mu = 0``, then the static multipliers)."""
+    shape, nf, nm = q.shape, free.shape[0], mu.shape[0]
     q_flat = q.reshape(-1)
     zero = jnp.zeros_like(q_flat)
+    v_base = zero.at[mu].set(v_mu)
+    rows = jnp.concatenate([free, mu])
 
-    def res(dq, vmu):
-        r = model.residual(q_flat.at[free].add(dq).reshape(shape), zero.at[mu].set(vmu).reshape(shape),
-                           zero.reshape(shape), t, aux).reshape(-1)
-        return r[free], r[mu]
+    def r(z):
+        dq, dvf, dvm, da = z[:nf], z[nf:2 * nf], z[2 * nf:2 * nf + nm], z[2 * nf + nm:]
+        rr = model.residual(q_flat.at[free].add(dq).reshape(shape),
+                            v_base.at[free].add(dvf).at[mu].add(dvm).reshape(shape),
+                            zero.at[free].set(da).reshape(shape), t, aux).reshape(-1)[rows]
+        return rr, rr
 
-    dq0, vmu0 = jnp.zeros(free.shape[0], q.dtype), jnp.zeros(mu.shape[0], q.dtype)
-    r_y = res(dq0, vmu0)[0]
-    B = jax.jacfwd(lambda v: res(dq0, v)[0])(vmu0)
-    G = jax.jacfwd(lambda d: res(d, vmu0)[1])(dq0)
-    return {"r_y": r_y, "B": B, "G": G}
+    jac, r0 = jax.jacfwd(r, has_aux=True)(jnp.zeros(3 * nf + nm, q.dtype))
+    return r0, jac
 
 
 @eqx.filter_jit
-def _reduce_constrained(model, q, aux, t, free, mu, rows, dep, first):
-    shape, n_y = q.shape, free.shape[0]
-    q_flat = q.reshape(-1)
-    zero = jnp.zeros_like(q_flat)
-    B = first["B"][:, rows]
-    lam0 = jnp.linalg.solve(B.T @ B, -B.T @ first["r_y"])
-    v0 = zero.at[mu[rows]].set(lam0)
+def _static_multipliers(r, J, rows, n_y):
+    """``v_mu`` with the least-squares static multipliers ``argmin |r_y + B lambda|`` on the
+    independent constraint rows (0 on the others); ``B = d r_y / d v_mu``."""
+    n_mu = J.shape[0] - n_y
+    B = J[:n_y, 2 * n_y:2 * n_y + n_mu][:, rows]
+    lam0 = jnp.linalg.solve(B.T @ B, -B.T @ r[:n_y])
+    return jnp.zeros(n_mu, J.dtype).at[rows].set(lam0)
 
-    def r_free(z):
-        dq, dv, da = z[:n_y], z[n_y : 2 * n_y], z[2 * n_y :]
-        r = model.residual(q_flat.at[free].add(dq).reshape(shape), v0.at[free].add(dv).reshape(shape),
-                           zero.at[free].set(da).reshape(shape), t, aux)
-        return r.reshape(-1)[free]
 
-    z0 = jnp.zeros(3 * n_y, dtype=q.dtype)
-    jac = jax.jacfwd(r_free)(z0)
-    K, C, M = jac[:, :n_y], jac[:, n_y : 2 * n_y], jac[:, 2 * n_y :]
-    G = first["G"][rows]
+@eqx.filter_jit
+def _reduce(J, G, dep, n_y):
+    """``M, C, K`` of the free rows (full and reduced on the independent coordinates by
+    ``dq = T dq_i``, the linearised constraints ``G dq = 0`` solved for the ``dep`` coordinates)."""
+    n_mu = J.shape[0] - n_y
+    K, C, M = J[:n_y, :n_y], J[:n_y, n_y:2 * n_y], J[:n_y, 2 * n_y + n_mu:]
     n_i = n_y - dep.shape[0]
     is_dep = jnp.zeros(n_y, bool).at[dep].set(True)
     ind = jnp.nonzero(~is_dep, size=n_i)[0]
-    T = jnp.zeros((n_y, n_i), q.dtype).at[ind, jnp.arange(n_i)].set(1.0)
+    T = jnp.zeros((n_y, n_i), J.dtype).at[ind, jnp.arange(n_i)].set(1.0)
     T = T.at[dep].set(-jnp.linalg.solve(G[:, dep], G[:, ind]))
-
-    def positions(dq):
-        return model.observe(q_flat.at[free].add(dq).reshape(shape), jnp.zeros_like(q), aux)["positions"].reshape(-1)
-
-    J = jax.jacfwd(positions)(jnp.zeros(n_y, q.dtype))
     Kr = T.T @ K @ T
     kmax = jnp.max(jnp.abs(Kr))
     asym = jnp.max(jnp.abs(Kr - Kr.T)) / jnp.where(kmax > 0, kmax, 1.0)
-    return {"M": T.T @ M @ T, "C": T.T @ C @ T, "K": Kr, "J": J @ T, "T": T, "M_full": M, "C_full": C,
-            "K_full": K, "r0": jnp.max(jnp.abs(r_free(z0))), "asymmetry": asym,
-            "x0": positions(jnp.zeros(n_y, q.dtype)).reshape(-1, 3)}
+    return {"M": T.T @ M @ T, "C": T.T @ C @ T, "K": Kr, "T": T, "M_full": M, "C_full": C, "K_full": K,
+            "asymmetry": asym}
+
+
+@eqx.filter_jit
+def _position_jacobian(model, q, aux, free):
+    """Node positions ``(N, 3)`` [m] at ``q`` and their Jacobian ``(N*3, F)`` on the free DOFs."""
+    shape = q.shape
+    q_flat = q.reshape(-1)
+
+    def positions(dq):
+        x = model.observe(q_flat.at[free].add(dq).reshape(shape), jnp.zeros_like(q), aux)["positions"].reshape(-1)
+        return x, x
+
+    J, x = jax.jacfwd(positions, has_aux=True)(jnp.zeros(free.shape[0], q.dtype))
+    return x.reshape(-1, 3), J
 
 
 def _massless(M):
@@ -419,36 +436,23 @@ def _massless(M):
     return np.flatnonzero(small)
 
 
-@eqx.filter_jit
 def _linearise(model, q, aux, t, free):
     """Dense ``M, C, K`` ``(F, F)`` on the free DOFs, the position Jacobian ``(N*3, F)`` and the
-    residual at rest; one ``jacfwd`` over ``(dq, dv, da)`` so the residual is traced once."""
-    shape, nf = q.shape, free.shape[0]
-    q_flat = q.reshape(-1)
-    zero = jnp.zeros_like(q_flat)
+    residual at rest (the programs of the constrained path, with no multipliers)."""
+    r, J = _linearisation(model, q, jnp.zeros(0, q.dtype), aux, t, free, jnp.zeros(0, free.dtype))
+    out = _unconstrained(J)
+    x0, Jp = _position_jacobian(model, q, aux, free)
+    out.update(J=Jp, x0=x0, r0=jnp.max(jnp.abs(r)))
+    return out
 
-    def put(base, x):
-        return base.at[free].set(x).reshape(shape)
 
-    def r_free(z):
-        dq, dv, da = z[:nf], z[nf : 2 * nf], z[2 * nf :]
-        qq = put(q_flat, q_flat[free] + dq)
-        r = model.residual(qq, put(zero, dv), put(zero, da), t, aux)
-        return r.reshape(-1)[free]
-
-    z0 = jnp.zeros(3 * nf, dtype=q.dtype)
-    jac = jax.jacfwd(r_free)(z0)
-    K, C, M = jac[:, :nf], jac[:, nf : 2 * nf], jac[:, 2 * nf :]
-
-    def positions(dq):
-        return model.observe(put(q_flat, q_flat[free] + dq), jnp.zeros_like(q), aux)["positions"].reshape(-1)
-
-    dq0 = jnp.zeros(nf, dtype=q.dtype)
-    J = jax.jacfwd(positions)(dq0)
+@eqx.filter_jit
+def _unconstrained(J):
+    nf = J.shape[0]
+    K, C, M = J[:, :nf], J[:, nf:2 * nf], J[:, 2 * nf:]
     kmax = jnp.max(jnp.abs(K))
     asym = jnp.max(jnp.abs(K - K.T)) / jnp.where(kmax > 0, kmax, 1.0)
-    return {"M": M, "C": C, "K": K, "J": J, "r0": jnp.max(jnp.abs(r_free(z0))), "asymmetry": asym,
-            "x0": positions(dq0).reshape(-1, 3)}
+    return {"M": M, "C": C, "K": K, "asymmetry": asym}
 
 
 def _mode_scale(phi, J):

@@ -14,11 +14,28 @@ the residual interface below; shooting models (:class:`~jaxrod.models.cosserat.C
 from __future__ import annotations
 
 import abc
+import functools
 
 import equinox as eqx
 import jax
 
 from .results import Trajectory
+
+
+def jit_when_eager(method):
+    """Decorator for a model method of array arguments (``observe``): called with concrete values
+    it runs as one cached compiled program (:func:`equinox.filter_jit`) instead of dispatching
+    each array operation as a program of its own (a PCS ``observe`` was ~80 tiny programs);
+    called while tracing it is inlined as before."""
+    jitted = eqx.filter_jit(method)
+
+    @functools.wraps(method)
+    def wrapper(self, *args):
+        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((self, args))):
+            return method(self, *args)
+        return jitted(self, *args)
+
+    return wrapper
 
 
 class State(eqx.Module):

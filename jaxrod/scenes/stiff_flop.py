@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 # paper Table 2 and the recordings
+from ..integrate.base import jit_when_eager
 from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average
 from ..integrate.implicit import AbstractImplicitModel
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
@@ -255,6 +256,7 @@ class StiffFlopModel(AbstractImplicitModel):
     def initial_state(self):
         return self.pcs.initial_state()
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         """``positions``: the rod centreline and, last, the tip point (``Trajectory.tip``)."""
         p = self.pcs.observe(q, v, aux)["positions"]

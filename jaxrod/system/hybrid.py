@@ -113,6 +113,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..integrate.base import jit_when_eager
 from ..geometry import normalize, parallel_transport
 from ..integrate.implicit import AbstractImplicitModel, State
 from ..models.der.dynamics import DERModel
@@ -228,6 +229,25 @@ def _observe_rod(model, q, v, aux):
                                (model.base_rotation, model.base_position), int(model.points_per_segment))
     R = poses.R[:-1]
     return obs["positions"], jnp.stack([R[..., 1], R[..., 2], R[..., 0]], axis=-2)
+
+
+@eqx.filter_jit
+def _anchors(rods, bodies, pins, clamps):
+    """Body-frame copies of the attached points ``(P, 3)``, of the clamped edges' node pairs
+    ``(C, 2, 3)`` and their m2 ``(C, 3)``, at assembly; one compiled program rather than dozens of
+    op-by-op dispatches (a system is often built several times in one session)."""
+    x0 = [b.position for b in bodies] + [jnp.zeros(3)]
+    R0 = [b.rotation() for b in bodies] + [jnp.eye(3)]
+    q0 = [m.initial_state().q for m in rods]
+    pa = [R0[b].T @ (_point_pose(rods[r], q0[r], i)[0] - x0[b]) for r, i, b in pins]
+    ca, cn = [], []
+    for r, e, b in clamps:
+        m = rods[r]
+        m2 = m.observe(m.q0, m.v0, m.init_aux(m.q0))["frames"][e, 1]
+        ca.append(jnp.stack([R0[b].T @ (m.q0[e + j, :3] - x0[b]) for j in (0, 1)]))
+        cn.append(R0[b].T @ m2)
+    return (jnp.stack(pa) if pa else jnp.zeros((0, 3)), jnp.stack(ca) if ca else jnp.zeros((0, 2, 3)),
+            jnp.stack(cn) if cn else jnp.zeros((0, 3)))
 
 
 class HybridSystem(AbstractImplicitModel):
@@ -358,20 +378,8 @@ class HybridSystem(AbstractImplicitModel):
                 used[a.rod, i] = k
         self.attachments, self.pin_index, self.clamp_index = attachments, tuple(pins), tuple(clamps)
         self.weld_index = tuple(welds)
-        # body-frame copies of the attached points and of the clamped edges' m2, at assembly
-        x0 = [b.position for b in bodies] + [jnp.zeros(3)]
-        R0 = [b.rotation() for b in bodies] + [jnp.eye(3)]
-        q0 = [m.initial_state().q for m in self.rods]
-        pa = [R0[b].T @ (_point_pose(self.rods[r], q0[r], i)[0] - x0[b]) for r, i, b in pins]
-        ca, cn = [], []
-        for r, e, b in clamps:
-            m = self.rods[r]
-            m2 = m.observe(m.q0, m.v0, m.init_aux(m.q0))["frames"][e, 1]
-            ca.append(jnp.stack([R0[b].T @ (m.q0[e + j, :3] - x0[b]) for j in (0, 1)]))
-            cn.append(R0[b].T @ m2)
-        self.pin_anchors = jnp.stack(pa) if pa else jnp.zeros((0, 3))
-        self.clamp_anchors = jnp.stack(ca) if ca else jnp.zeros((0, 2, 3))
-        self.clamp_normals = jnp.stack(cn) if cn else jnp.zeros((0, 3))
+        self.pin_anchors, self.clamp_anchors, self.clamp_normals = _anchors(
+            list(self.rods), list(bodies), tuple(pins), tuple(clamps))
         wa, wr = [], []
         for r, i, b in welds:
             p, R = _point_pose(self.rods[r], q0[r], i)
@@ -559,6 +567,7 @@ class HybridSystem(AbstractImplicitModel):
         and for rods that are not banded (see :func:`hybrid_linear_solver`)."""
         return hybrid_linear_solver(self)
 
+    @jit_when_eager
     def initial_state(self):
         b0 = self._body_part(lambda mb: mb.initial_state(), None)
         zb = jnp.zeros(0)
@@ -567,6 +576,7 @@ class HybridSystem(AbstractImplicitModel):
         v0 = self.join([s.v for s in s0], zb if b0 is None else b0.v, jnp.zeros(self.n_attachment_rows))
         return State(q0, v0, self.init_aux(q0))
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         rq, bq, _ = self.split(q)
         rv, bv, _ = self.split(v)

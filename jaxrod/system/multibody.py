@@ -99,6 +99,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..integrate.base import jit_when_eager
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix, unskew
 from ..integrate.implicit import AbstractImplicitModel, State
 from .bodies import RigidBody
@@ -575,6 +576,7 @@ class MultibodySystem(AbstractImplicitModel):
         # block tridiagonal in a body-by-body order (O(n) per Newton iteration); dense when small
         return multibody_linear_solver(self)
 
+    @jit_when_eager
     def initial_state(self):
         x0 = jnp.stack([b.position for b in self.bodies])
         v0 = self.pack(jnp.stack([b.velocity for b in self.bodies]),
@@ -582,6 +584,7 @@ class MultibodySystem(AbstractImplicitModel):
         q0 = self.pack(x0, jnp.zeros_like(x0), jnp.zeros(self.n_constraints))
         return State(q0, v0, self.init_aux(q0))
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         x, psi, _ = self.unpack(q)
         return {"positions": x, "frames": jnp.swapaxes(self.rotations(psi, aux), -1, -2)}

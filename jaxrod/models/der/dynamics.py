@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...integrate.base import jit_when_eager
 from ...solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ...validation import (
     one_or_many,
@@ -345,9 +346,11 @@ class DERModel(AbstractImplicitModel):
             return DenseJacobianSolver()
         return BandedJacobianSolver(lower=DER_BANDWIDTH, upper=DER_BANDWIDTH)
 
+    @jit_when_eager
     def initial_state(self) -> State:
         return State(self.q0, self.v0, self.init_aux(self.q0))
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         aux = _frames(aux)
         _, _, t = edges(q[:, :3])

@@ -105,6 +105,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...integrate.base import jit_when_eager
 from ...geometry import dot, normalize, parallel_transport, signed_angle
 from ...solvers.jacobian import AbstractJacobianSolver, DenseJacobianSolver
 from ...validation import check_finite, check_finite_scalar, check_shape, is_traced
@@ -1114,9 +1115,11 @@ class DERNetwork(AbstractImplicitModel):
         contact (its pairs couple arbitrary edges)."""
         return self.jacobian_solver
 
+    @jit_when_eager
     def initial_state(self) -> State:
         return State(self.q0, self.v0, self.init_aux(self.q0))
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         """``positions`` ``(M, 3)``, material ``frames`` ``(E, 3, 3)`` (rows m1, m2, t, global
         edge orientation) and edge ``twist`` ``(E,)``."""

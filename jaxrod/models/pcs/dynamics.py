@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...integrate.base import jit_when_eager
 from ...solvers.jacobian import DenseJacobianSolver
 from ...validation import (
     one_or_many,
@@ -459,10 +460,12 @@ class PCSModel(AbstractImplicitModel):
     def default_linear_solver(self):
         return DenseJacobianSolver()
 
+    @jit_when_eager
     def initial_state(self):
         q0 = jnp.zeros(int(self.rod.n_segments) * self.n_modes)
         return State(q0, jnp.zeros_like(q0), None)
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         poses = forward_kinematics(
             self.strains(q), self.rod.segment_lengths, (self.base_rotation, self.base_position),

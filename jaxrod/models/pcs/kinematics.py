@@ -559,7 +559,8 @@ class StrainBasis(eqx.Module):
         idx = [STRAIN_MODES.index(m) if isinstance(m, str) else int(m) for m in modes]
         if len(set(idx)) != len(idx) or not all(0 <= i < 6 for i in idx):
             raise ValueError(f"invalid or repeated strain modes: {modes}")
-        return cls(B=jnp.eye(6)[:, idx], xi_ref=jnp.asarray(xi_ref, dtype=float))
+        # NumPy, then one device_put per array: jnp.eye()[:, idx] compiled ~12 tiny programs per model
+        return cls(B=jax.device_put(np.eye(6)[:, idx]), xi_ref=jax.device_put(np.asarray(xi_ref, dtype=float)))
 
     @classmethod
     def full(cls, xi_ref=XI_STRAIGHT):

@@ -54,6 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...integrate.base import jit_when_eager
 from ...geometry import quat_conjugate, quat_multiply, quat_rotate, quat_to_rotation
 from ...validation import check_int
 from ...integrate.base import State
@@ -177,6 +178,7 @@ class EBAModel(ClampedRodModel):
         q0 = jnp.asarray(np.concatenate([np.zeros((n, 2)), z[:, None], np.zeros((n, 3))], axis=1))
         return State(q0, jnp.zeros_like(q0), None)
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         x, Q = self._chain(q)
         # rows of each frame are its axes in the world frame, as the other models save them

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...integrate.base import jit_when_eager
 from ...geometry import quat_conjugate, quat_rotate
 from ...validation import check_int
 from ...integrate.base import State
@@ -141,6 +142,7 @@ class ROMModel(ClampedRodModel):
         q0 = jnp.zeros((6, int(self.order)))
         return State(q0, jnp.zeros_like(q0), None)
 
+    @jit_when_eager
     def observe(self, q, v, aux):
         s = jnp.linspace(0.0, self.section.length, int(self.n_points), dtype=q.dtype)
         return {"positions": jax.vmap(lambda si: self.pose(q, si)[0])(s)}

@@ -231,11 +231,34 @@ def _observe_rod(model, q, v, aux):
     return obs["positions"], jnp.stack([R[..., 1], R[..., 2], R[..., 0]], axis=-2)
 
 
+def _structure_groups(models, per_model=()):
+    """Indices of ``models`` grouped by identical structure: same type, pytree structure, static
+    (non-array) leaves, array shapes and dtypes, and the same for their per-model arguments
+    (decided at trace time, so a model edited with ``eqx.tree_at`` is grouped as it now is)."""
+    def key(i):
+        dyn, static = eqx.partition(models[i], eqx.is_array)
+        args = tuple(a[i] for a in per_model)
+        shapes = tuple((tuple(jnp.shape(x)), jnp.result_type(x)) for x in jax.tree_util.tree_leaves((dyn, args)))
+        return (type(models[i]), jax.tree_util.tree_structure((dyn, static, args)), shapes), static
+
+    groups = []  # [(key, static, [indices])]
+    for i in range(len(models)):
+        k, static = key(i)
+        for gk, gs, idx in groups:
+            if gk == k and eqx.tree_equal(gs, static) is True:
+                idx.append(i)
+                break
+        else:
+            groups.append((k, static, [i]))
+    return [idx for _, _, idx in groups]
+
+
 @eqx.filter_jit
-def _anchors(rods, bodies, pins, clamps):
+def _anchors(rods, bodies, pins, clamps, welds):
     """Body-frame copies of the attached points ``(P, 3)``, of the clamped edges' node pairs
-    ``(C, 2, 3)`` and their m2 ``(C, 3)``, at assembly; one compiled program rather than dozens of
-    op-by-op dispatches (a system is often built several times in one session)."""
+    ``(C, 2, 3)`` and their m2 ``(C, 3)``, of the welded points ``(W, 3)`` and frames ``(W, 3, 3)``,
+    at assembly; one compiled program rather than dozens of op-by-op dispatches (a system is often
+    built several times in one session)."""
     x0 = [b.position for b in bodies] + [jnp.zeros(3)]
     R0 = [b.rotation() for b in bodies] + [jnp.eye(3)]
     q0 = [m.initial_state().q for m in rods]
@@ -246,8 +269,14 @@ def _anchors(rods, bodies, pins, clamps):
         m2 = m.observe(m.q0, m.v0, m.init_aux(m.q0))["frames"][e, 1]
         ca.append(jnp.stack([R0[b].T @ (m.q0[e + j, :3] - x0[b]) for j in (0, 1)]))
         cn.append(R0[b].T @ m2)
+    wa, wr = [], []
+    for r, i, b in welds:
+        p, R = _point_pose(rods[r], q0[r], i)
+        wa.append(R0[b].T @ (p - x0[b]))
+        wr.append(R0[b].T @ R)
     return (jnp.stack(pa) if pa else jnp.zeros((0, 3)), jnp.stack(ca) if ca else jnp.zeros((0, 2, 3)),
-            jnp.stack(cn) if cn else jnp.zeros((0, 3)))
+            jnp.stack(cn) if cn else jnp.zeros((0, 3)), jnp.stack(wa) if wa else jnp.zeros((0, 3)),
+            jnp.stack(wr) if wr else jnp.zeros((0, 3, 3)))
 
 
 class HybridSystem(AbstractImplicitModel):
@@ -378,15 +407,8 @@ class HybridSystem(AbstractImplicitModel):
                 used[a.rod, i] = k
         self.attachments, self.pin_index, self.clamp_index = attachments, tuple(pins), tuple(clamps)
         self.weld_index = tuple(welds)
-        self.pin_anchors, self.clamp_anchors, self.clamp_normals = _anchors(
-            list(self.rods), list(bodies), tuple(pins), tuple(clamps))
-        wa, wr = [], []
-        for r, i, b in welds:
-            p, R = _point_pose(self.rods[r], q0[r], i)
-            wa.append(R0[b].T @ (p - x0[b]))
-            wr.append(R0[b].T @ R)
-        self.weld_anchors = jnp.stack(wa) if wa else jnp.zeros((0, 3))
-        self.weld_rotations = jnp.stack(wr) if wr else jnp.zeros((0, 3, 3))
+        (self.pin_anchors, self.clamp_anchors, self.clamp_normals, self.weld_anchors,
+         self.weld_rotations) = _anchors(list(self.rods), list(bodies), tuple(pins), tuple(clamps), tuple(welds))
 
     # ---- sizes and packing ------------------------------------------------------------------------
     @property
@@ -481,11 +503,32 @@ class HybridSystem(AbstractImplicitModel):
         return jnp.concatenate(rows) if rows else jnp.zeros((0,))
 
     # ---- residual -----------------------------------------------------------------------------------
+    def _map_rods(self, fn, *per_rod):
+        """``[fn(rods[i], *(a[i] for a in per_rod))]``, with rods of identical structure (model
+        type, static configuration, array shapes: e.g. the legs of a platform) evaluated by one
+        ``jax.vmap`` over their stacked arrays, so the program holds one traced copy of the rod
+        per group instead of one per rod (compile time no longer grows with their number)."""
+        out = [None] * len(self.rods)
+        for group in _structure_groups(self.rods, per_rod):
+            if len(group) == 1:
+                i = group[0]
+                out[i] = fn(self.rods[i], *(a[i] for a in per_rod))
+                continue
+            parts = [eqx.partition(self.rods[i], eqx.is_array) for i in group]
+            static = parts[0][1]
+            stack = lambda *xs: jnp.stack(xs)  # noqa: E731
+            dyn = jax.tree_util.tree_map(stack, *[d for d, _ in parts])
+            args = [jax.tree_util.tree_map(stack, *[a[i] for i in group]) for a in per_rod]
+            res = jax.vmap(lambda d, *aa: fn(eqx.combine(d, static), *aa))(dyn, *args)
+            for k, i in enumerate(group):
+                out[i] = jax.tree_util.tree_map(lambda x, k=k: x[k], res)
+        return out
+
     def residual(self, q, v, a, t, aux):
         rq, bq, _ = self.split(q)
         rv, bv, lam = self.split(v)
         ra, ba, _ = self.split(a)
-        r = [m.residual(qi, vi, ai, t, ax) for m, qi, vi, ai, ax in zip(self.rods, rq, rv, ra, aux[:-1])]
+        r = self._map_rods(lambda m, qi, vi, ai, ax: m.residual(qi, vi, ai, t, ax), rq, rv, ra, aux[:-1])
         rb = bq[:0] if self.multibody is None else self.multibody.residual(bq, bv, ba, t, aux[-1])
         return self._coupled(q, r, rb, lam, self.attachment_constraints(rq, bq, aux), aux)
 
@@ -501,7 +544,7 @@ class HybridSystem(AbstractImplicitModel):
         (and the joints' in the body block) ARE the constraint forces, as in
         :meth:`jaxrod.system.MultibodySystem.static_residual`."""
         rq, bq, mu = self.split(q)
-        r = [m.static_residual(qi, t, ax) for m, qi, ax in zip(self.rods, rq, aux[:-1])]
+        r = self._map_rods(lambda m, qi, ax: m.static_residual(qi, t, ax), rq, aux[:-1])
         rb = bq[:0] if self.multibody is None else self.multibody.static_residual(bq, t, aux[-1])
         return self._coupled(q, r, rb, mu, self.attachment_constraints(rq, bq, aux), aux)
 
@@ -512,7 +555,7 @@ class HybridSystem(AbstractImplicitModel):
         rq, bq, _ = self.split(q)
         rv, bv, _ = self.split(v)
         ra, ba, lam = self.split(a)
-        r = [m.acceleration_residual(qi, vi, ai, t, ax) for m, qi, vi, ai, ax in zip(self.rods, rq, rv, ra, aux[:-1])]
+        r = self._map_rods(lambda m, qi, vi, ai, ax: m.acceleration_residual(qi, vi, ai, t, ax), rq, rv, ra, aux[:-1])
         rb = bq[:0] if self.multibody is None else self.multibody.acceleration_residual(bq, bv, ba, t, aux[-1])
 
         def g_along(s):

@@ -55,24 +55,29 @@ def _release_compiled_programs():
 #: ``loadscopereorder`` off, see :func:`pytest_configure`), so they are collected first: a long
 #: file handed out last would leave the other worker idle while it runs (longest processing time
 #: first). The other files follow in their usual (alphabetical) order.
-LONGEST_FIRST = (  # the suite of 2026-11-26 (issue 21, fusion emitters off, empty cache): summed test durations
-    "test_system_hybrid.py",  # 487 s
-    "test_tendons.py",  # 253 s
-    "test_system_hybrid_sparse.py",  # 237 s
-    "test_der_gradients.py",  # 215 s
-    "test_pcs_dynamics.py",  # 200 s
-    "test_der_network.py",
+LONGEST_FIRST = (  # the suite of 2026-11-27 (issue 21, opt level 0, empty cache): summed test CPU
+    "test_tendons.py",  # 160 s
+    "test_system_hybrid.py",  # ~160 s
+    "test_pcs_dynamics.py",  # 141 s
+    "test_cosserat.py",  # 124 s
+    "test_notebooks_der_quickstart.py",  # 108 s
+    "test_system_hybrid_sparse.py",  # 106 s
     "test_der_contact.py",
-    "test_notebooks_continuum_robots.py",
     "test_modelfile.py",
-    "test_notebooks_der_quickstart.py",
-    "test_cosserat.py",
-    "test_cosserat_numerics.py",
-    "test_pressure_cosserat.py",
+    "test_der_network.py",
     "test_system_sparse.py",
+    "test_der_gradients.py",
+    "test_pressure_cosserat.py",
+    "test_der_gripper.py",
+    "test_cosserat_numerics.py",
+    "test_notebooks_continuum_robots.py",
     "test_notebooks_pcs_newmark.py",
-    "test_notebooks_hybrid_systems.py",
+    "test_system_multibody.py",
+    "test_system_joints.py",
+    "test_notebooks.py",
+    "test_der_driven.py",
     "test_calibrate.py",
+    "test_notebooks_hybrid_systems.py",
 )
 
 

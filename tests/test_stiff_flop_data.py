@@ -78,3 +78,18 @@ def test_bad_files(tmp_path):
         sf.read_recording(p)
     with pytest.raises(FileNotFoundError, match="TMTDyn"):
         sf.read_recording(tmp_path / "none.csv")
+
+
+def test_trailing_smoothing_is_causal_and_a_mean():
+    """The causal option never looks ahead: a step at sample k changes nothing before k, reaches
+    its full height after the window (9 samples), and equals the mean of the last 9 samples."""
+    x = np.zeros((40, 2))
+    x[20:] = 1.0
+    y = sf.trailing_moving_average(x, 9)
+    assert np.all(y[:20] == 0.0)
+    assert np.allclose(y[20:29, 0], np.arange(1, 10) / 9) and np.all(y[28:] == 1.0)
+    r = np.random.default_rng(1).standard_normal((30, 3))
+    assert np.allclose(sf.trailing_moving_average(r, 9)[15], r[7:16].mean(axis=0), rtol=0, atol=1e-15)
+    assert np.allclose(sf.trailing_moving_average(r, 9)[2], r[:3].mean(axis=0), rtol=0, atol=1e-15)
+    # the centred TMTDyn smoothing does look ahead: it moves before the step
+    assert sf.smooth_moving_average(x, 10)[19, 0] > 0.0

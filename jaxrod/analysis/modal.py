@@ -334,7 +334,8 @@ def _linearise_constrained(model, q, aux, t, free, mu_idx):
 
             return scipy.linalg.qr(np.asarray(g), pivoting=True, mode="r")[1][: g.shape[0]].astype(np.int32)
 
-        dep = jax.pure_callback(pivots, jax.ShapeDtypeStruct((n_mu,), jnp.int32), G)
+        # pivots are discrete: no derivative flows through their choice
+        dep = jax.pure_callback(pivots, jax.ShapeDtypeStruct((n_mu,), jnp.int32), jax.lax.stop_gradient(G))
     else:
         import scipy.linalg
 

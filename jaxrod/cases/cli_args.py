@@ -365,5 +365,10 @@ def add_stiff_flop_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPar
     p.add_argument("--fit-gain", action="store_true", help="also fit a gain on the pressures (nearly "
                    "degenerate with E: bending goes as P A / (E J))")
     p.add_argument("--fit-shear", action="store_true", help="also fit G/E (weakly identified by these data)")
+    p.add_argument("--smoothing", choices=("centred", "trailing"), default="centred",
+                   help="input smoothing: TMTDyn's centred 9-sample mean (default; a 0.2 s preview of every "
+                        "step) or a causal trailing mean of the last 9 samples")
+    p.add_argument("--whole-recordings", action="store_true",
+                   help="also score the whole Load1 (0-55.4 s) and Load2 (0-39.7 s) recordings")
     p.add_argument("--no-fit", action="store_true", help="evaluate the stored fitted values (FITTED) only")
     return p

@@ -66,9 +66,19 @@ UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "press
 add_arguments = add_stiff_flop_arguments
 
 
-def _inputs(name):
+#: whole recordings (held out), evaluated with ``--whole-recordings`` beside TMTDyn's windows
+WHOLE = (
+    ("Load1", 0.0, 55.4, "held-out"),
+    ("Load2", 0.0, 39.7, "held-out"),
+)
+#: input smoothing options: TMTDyn's centred 9-sample mean (a 0.2 s preview of every step and
+#: push) or the causal trailing mean of the last 9 samples (no preview, 0.2 s lag)
+SMOOTHING = ("centred", "trailing")
+
+
+def _inputs(name, smoothing="centred"):
     rec = sf.read_recording(name)
-    times, p, load = sm.recording_inputs(rec)
+    times, p, load = sm.recording_inputs(rec, smooth=smoothing)
     return rec, times, p, load
 
 
@@ -82,15 +92,16 @@ def _window_prediction(values, rec, times, p, load, t0, t1, n_segments):
     return rows, np.asarray(tip)[: rows.size], np.asarray(valid)[: rows.size]
 
 
-def evaluate_all(values, n_segments=3, say=print):
-    """Rows of the error table (dicts) and the predictions ``{(name, t0, t1): (rows, tip)}``."""
+def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=False):
+    """Rows of the error table (dicts) and the predictions ``{(name, t0, t1): (rows, tip)}``;
+    ``smoothing`` of the inputs (:data:`SMOOTHING`), ``whole``: also the :data:`WHOLE` windows."""
     import jax
 
     table, preds = [], {}
     cache = {}
-    for name, t0, t1, split in DYNAMIC:
+    for name, t0, t1, split in DYNAMIC + (WHOLE if whole else ()):
         if name not in cache:
-            cache[name] = _inputs(name)
+            cache[name] = _inputs(name, smoothing)
         rec, times, p, load = cache[name]
         w = time.perf_counter()
         rows, tip, valid = _window_prediction(values, rec, times, p, load, t0, t1, n_segments)
@@ -106,7 +117,7 @@ def evaluate_all(values, n_segments=3, say=print):
     static = jax.jit(lambda v, tt, pp, ll, at: sm.static_tips(v, tt, pp, ll, at, n_segments=n_segments))
     for name in sf.RECORDINGS:
         if name not in cache:
-            cache[name] = _inputs(name)
+            cache[name] = _inputs(name, smoothing)
         rec, times, p, load = cache[name]
         at = np.asarray(sf.STATIC_TIMES[name])
         groups = [("in-sample", at < TRAIN[2]), ("held-out", at >= TRAIN[2])] if name == TRAIN[0] else [("held-out", at == at)]
@@ -132,14 +143,16 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
-def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print):
-    """Fit on :data:`TRAIN`; returns the :class:`~jaxrod.calibrate.FitReport`."""
+def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print, smoothing="centred"):
+    """Fit on :data:`TRAIN`; returns the :class:`~jaxrod.calibrate.FitReport`. (With the centred
+    smoothing the last training samples average pressures up to 0.2 s past 29 s; the trailing one
+    uses none.)"""
     import jax.numpy as jnp
 
     from ..calibrate import Log, Objective, Parameter, ParamSet, fit
 
     name, t0, t1 = TRAIN
-    rec, times, p, load = _inputs(name)
+    rec, times, p, load = _inputs(name, smoothing)
     n = int(round((t1 - t0) / sf.SAMPLE_DT))
     rows = rec.window(t0, t1)[: n + 1]
     params = ParamSet([
@@ -220,11 +233,12 @@ def run_from_args(args, out=None):
         print(msg, file=out, flush=True)
 
     check_inputs(args.segments, args.max_iters)
-    summary = {"segments": args.segments}
+    summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings}
     if args.no_fit:
         values = dict(sm.FITTED)
     else:
-        rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say)
+        rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say,
+                           smoothing=args.smoothing)
         say(rep.summary())
         values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
         summary.update(fit_wall_s=rep.wall_time, fit_iterations=rep.iterations, fit_evaluations=rep.evaluations,
@@ -232,7 +246,8 @@ def run_from_args(args, out=None):
     say("values: " + ", ".join(f"{k} = {v:.6g} {UNITS[k]}" for k, v in values.items()))
     summary["values"] = values
     say("evaluating (static equilibria at the listed times; dynamic windows):")
-    table, preds = evaluate_all(values, args.segments, say=say)
+    say(f"inputs smoothed: {args.smoothing}")
+    table, preds = evaluate_all(values, args.segments, say=say, smoothing=args.smoothing, whole=args.whole_recordings)
     summary["table"] = table
     say(format_table(table))
     say("TMTDyn published (NOT comparable: its E and damping calibrated by hand on the experiments it "

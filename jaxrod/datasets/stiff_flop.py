@@ -43,6 +43,7 @@ __all__ = [
     "find_data_dir",
     "read_recording",
     "smooth_moving_average",
+    "trailing_moving_average",
     "tip_error",
 ]
 
@@ -246,6 +247,20 @@ def smooth_moving_average(x, span=10) -> np.ndarray:
         out[i] = (c[i + r + 1] - c[i - r]) / (2 * r + 1)
     return out
 
+
+
+def trailing_moving_average(x, span=9) -> np.ndarray:
+    """Causal moving average along axis 0: the mean of sample ``i`` and the ``span - 1`` before it
+    (fewer at the start), so a smoothed input never depends on a later sample (the centred
+    :func:`smooth_moving_average` gives a model a 0.2 s preview of every step at 20 Hz). It lags
+    by ``(span - 1) / 2`` samples instead."""
+    x = np.asarray(x, dtype=float)
+    if int(span) != span or span < 1:
+        raise ValueError(f"trailing_moving_average: span must be a positive integer, got {span!r}")
+    c = np.concatenate([np.zeros((1, *x.shape[1:])), np.cumsum(x, axis=0)])
+    i = np.arange(x.shape[0])
+    lo = np.maximum(i + 1 - int(span), 0)
+    return (c[i + 1] - c[lo]) / (i + 1 - lo).reshape(-1, *([1] * (x.ndim - 1)))
 
 def tip_error(simulated, measured) -> tuple[float, float]:
     """TMTDyn's error: the mean over samples of ``|tip_sim - tip_exp|`` [m], and the same as a

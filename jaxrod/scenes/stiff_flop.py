@@ -67,7 +67,7 @@ import numpy as np
 
 # paper Table 2 and the recordings
 from ..integrate.base import jit_when_eager
-from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average
+from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average, trailing_moving_average
 from ..integrate.implicit import AbstractImplicitModel
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
 from ..signals import SampledMotion, Samples
@@ -192,11 +192,17 @@ def chamber_angles_deg(psi0_deg: float | None = None) -> np.ndarray:
     return centre + np.tile([-psi0_deg, psi0_deg], 3)
 
 
-def recording_inputs(rec: Recording, *, smooth: bool = True):
+def recording_inputs(rec: Recording, *, smooth: bool | str = True):
     """``(times (T,), pressures (T, 3) [Pa], load (T, 6) [N m, N] or None)`` of a recording, the
-    pressures and tip loads smoothed as TMTDyn does (``smooth_moving_average``, span 10); ``load``
-    is ``[moment; force]`` in the base frame at the tip point."""
-    f = smooth_moving_average if smooth else np.asarray
+    pressures and tip loads smoothed as TMTDyn does (``smooth=True`` or ``"centred"``:
+    ``smooth_moving_average``, span 10, i.e. 9 centred samples: a 0.2 s preview of every step),
+    causally (``"trailing"``: the mean of each sample and the 8 before it) or not at all
+    (``False``); ``load`` is ``[moment; force]`` in the base frame at the tip point."""
+    modes = {True: smooth_moving_average, "centred": smooth_moving_average, False: np.asarray, "none": np.asarray,
+             "trailing": lambda x: trailing_moving_average(x, 9)}
+    if not isinstance(smooth, (bool, str)) or smooth not in modes:
+        raise ValueError(f"recording_inputs: smooth must be True/'centred', 'trailing' or False/'none', got {smooth!r}")
+    f = modes[smooth]
     load = None
     if rec.tip_force is not None:
         load = np.concatenate([f(rec.tip_moment), f(rec.tip_force)], axis=1)

@@ -154,3 +154,23 @@ def test_readme_paper_model_column_matches_recorded_run():
         assert (r["kind"], r["recording"]) == (kind, rec)
         line = next(ln for ln in readme.splitlines() if ln.startswith(f"| {kind} | {rec} | {window} |"))
         assert line.split("|")[8].strip() == f"{r['err_mm']:.2f}", line
+
+
+def test_readme_stiff_flop_table_is_the_recorded_run():
+    """README's STIFF-FLOP model column is the committed evaluation run
+    (``benchmarks/results/stiff_flop_smoothing.json``, centred inputs, the FITTED values), row by row,
+    and the whole-recording and trailing-smoothing figures README quotes are that run's."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    runs = json.loads((root / "benchmarks" / "results" / "stiff_flop_smoothing.json").read_text())["runs"]
+    centred = {(r["kind"], r["recording"], r["window"]): r for r in runs["centred"]}
+    assert len(centred) == 10
+    for (kind, rec, window), r in centred.items():
+        if window.startswith("0-"):  # whole recordings: quoted in the text
+            assert f"{r['err_mm']:.2f} mm (linear map" in readme and f"{r['base_mm']:.2f} mm)" in readme, window
+            continue
+        # (the baseline's percentage is left out: README rounded 36.75 % down, the JSON stores it rounded)
+        assert f"| {r['err_mm']:.2f} ({r['err_pct']:.1f}%) | {r['base_mm']:.2f} (" in readme, (kind, rec, window)
+    for r in runs["trailing"]:
+        if r["kind"] == "dynamic" and r["split"] == "held-out":
+            assert f"{r['err_mm']:.2f}" in readme, (r["recording"], r["window"])

@@ -324,6 +324,22 @@ def add_soft_limb_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="tag arc lengths",
     )
     p.add_argument(
+        "--alignment",
+        choices=("tip-free", "all-tags"),
+        default="tip-free",
+        help="what sets the pixel scale and the tag arc lengths: 'tip-free' (default; tags 101-108 "
+        "and the nominal geometry, nothing from the tip tag 109, so its held-out error is a "
+        "prediction) or 'all-tags' (the original definition: tag 109 sets them, so the 'held-out' "
+        "tip is out of the loss only)",
+    )
+    p.add_argument(
+        "--tip-arclength",
+        choices=("rod-end", "last-interval"),
+        default="rod-end",
+        help="tip-free alignment: tag 109 at the rod end (default; known geometry) or one measured "
+        "107->108 interval beyond tag 108",
+    )
+    p.add_argument(
         "--base-angle",
         default=None,
         help="base direction [deg] from image +x towards image up, or 'chord' (mean first tag chord); "

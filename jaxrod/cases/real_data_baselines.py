@@ -49,6 +49,7 @@ __all__ = [
     "format_soft_limb",
     "format_stiff_flop",
     "soft_limb_baselines",
+    "tip_extrapolation_baselines",
     "stiff_flop_baselines",
 ]
 
@@ -230,6 +231,54 @@ def soft_limb_baselines(data=None) -> dict:
                     constant_mm=mm(const(F), te), linear_tags_mm=mm(lin_t(tags), te),
                     linear_pwm_mm=mm(lin_p(pwm), te), model_mm=None, published=""))
     return dict(frames=F, scale_mm_per_px=1e3 * al.scale, rows=out)
+
+
+def tip_extrapolation_baselines(targets, alignment) -> list:
+    """Model-free predictions of the tip tag (109) from tags 107 and 108 of the same frame, in the
+    alignment ``alignment`` (a :class:`~jaxrod.cases.soft_limb.Alignment`) of ``targets``
+    ``(F, 9, 2)`` [m], each scored like the model's held-out tip (distance to the measured tag 109,
+    mm, mean and max over the ``F`` frames). Each row says which information it uses:
+
+    * ``chord_own``: continue the 107 -> 108 chord by its own length (tags 107-108 of the frame);
+    * ``chord_nominal``: by the nominal tag spacing 0.15 m / 8 (known geometry);
+    * ``chord_model_gap``: by the arc-length gap ``s_109 - s_108`` the model's tag positions assume
+      (the alignment's; tip-free unless the alignment uses tag 109);
+    * ``chord_mean_tip_gap``: by the mean measured 108 -> 109 length over the ``F`` frames (USES
+      TAG 109: an upper reference, not a tip-free prediction).
+
+    The scale is ``alignment``'s, so with the tip-free alignment only the last row uses tag 109."""
+    from .soft_limb import NOMINAL_TAG_SPACING
+
+    T = np.asarray(targets, dtype=float)
+    if T.ndim != 3 or T.shape[1:] != (9, 2):
+        raise ValueError(f"targets must be (F, 9, 2) tag positions [m], got shape {T.shape}")
+    p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]
+    s = np.asarray(alignment.tag_arclength, dtype=float)
+    gap = float(s[8] - s[7])
+    mean_gap = float(np.mean(np.linalg.norm(tip - p108, axis=1)))
+    scale_note = ("scale from tags 101-108" if not alignment.uses_tip
+                  else "scale uses tag 109 (all-tags alignment)")
+    rows = [
+        ("chord_own", "continue the 107->108 chord by its own length", None, False,
+         "tags 107-108 of the frame"),
+        ("chord_nominal", f"continue the 107->108 chord by the nominal spacing "
+         f"{NOMINAL_TAG_SPACING * 1e3:.2f} mm", NOMINAL_TAG_SPACING, False,
+         "tags 107-108 and the nominal geometry"),
+        ("chord_model_gap", f"continue the 107->108 chord by the model's 108->109 arc gap "
+         f"{gap * 1e3:.2f} mm", gap, alignment.uses_tip,
+         f"tags 107-108 and the alignment's tag arc lengths ({alignment.alignment})"),
+        ("chord_mean_tip_gap", f"continue the 107->108 chord by the mean measured 108->109 length "
+         f"{mean_gap * 1e3:.2f} mm", mean_gap, True,
+         f"tags 107-108 and tag 109 of all {len(T)} frames (USES THE TIP)"),
+    ]
+    out = []
+    for key, what, length, uses_tip, info in rows:
+        pred = chord_extrapolation(p107, p108, length)
+        d = 1e3 * np.linalg.norm(pred - tip, axis=1)
+        out.append(dict(key=key, baseline=what, length_mm=None if length is None else 1e3 * length,
+                        uses_tip=bool(uses_tip or alignment.uses_tip), information=f"{info}; {scale_note}",
+                        mean_mm=float(d.mean()), max_mm=float(d.max()), n=int(len(T))))
+    return out
 
 
 def format_soft_limb(res: dict) -> str:

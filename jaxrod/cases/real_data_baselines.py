@@ -17,10 +17,14 @@ STIFF-FLOP (:func:`stiff_flop_baselines`)
     README's table (dynamic: ``rec.window(t0, t1)[:n + 1]`` as the model's runs; static: the rows
     of the evaluation times), on the whole Load1/Load2 recordings and on Load2 after TMTDyn's window.
 
-Soft limb (:func:`soft_limb_baselines`)
-    The figure to beat: README's "held-out tip" (tag 109 out of the loss and of the base-angle fit;
-    mean distance of the predicted and measured tag 109 over all 170 valid frames, mm, in the
-    alignment of :func:`jaxrod.cases.soft_limb.derive_alignment`). Baselines with no model:
+Soft limb (:func:`soft_limb_baselines`, :func:`tip_extrapolation_baselines`)
+    :func:`soft_limb_baselines` scores the original figure, README's "held-out tip" in the
+    all-tags alignment (tag 109 out of the loss and of the base-angle fit but setting the scale and
+    the tag arc lengths; mean distance of the predicted and measured tag 109 over all 170 valid
+    frames, mm, in :func:`jaxrod.cases.soft_limb.derive_alignment`'s ``"all-tags"`` alignment).
+    The tip-free figures and their baselines (same alignment, same frames, each row saying whether
+    it uses tag 109) are :func:`tip_extrapolation_baselines`, recorded with the model by
+    ``benchmarks/soft_limb_tip_free.py``. Baselines with no model:
     continue the 107 -> 108 chord by its own length (no tip information at all) or by the mean
     108 -> 109 length over the training frames (all 170 for README's figure: the same tag-109
     information our held-out fit receives through the scale and the tag arc lengths; the mean
@@ -83,7 +87,9 @@ STIFF_FLOP_PUBLISHED = {
 }
 #: soft limb: README's held-out tip figure of our fit ("Calibration" section, issue 12)
 LIMB_MODEL_README = 1.94
-LIMB_MODEL_SOURCE = "README.md 'Calibration' soft-limb table (jaxrod calibrate soft-limb, tip held out; not re-run)"
+LIMB_MODEL_SOURCE = ("README.md 'Calibration' soft-limb table (jaxrod calibrate soft-limb --alignment all-tags, tip "
+                     "out of the loss but setting the scale; not re-run); tip-free figures: "
+                     "benchmarks/results/soft_limb_tip_free.json")
 LIMB_PUBLISHED = "DisMech 2.9 (not comparable: other frames, unstated scale)"
 
 #: dynamic windows: README's four, then the ones README lacks
@@ -192,14 +198,14 @@ _PWM = ("pwm_duty_limb0_fwd", "pwm_duty_limb0_rev", "pwm_duty_limb1_fwd", "pwm_d
 def soft_limb_baselines(data=None) -> dict:
     """The soft-limb tip (tag 109) baselines (module docstring). ``data``: a
     :class:`~jaxrod.datasets.soft_limb.SoftLimbData` (default: read the shared file). Distances in mm
-    in the alignment of our fit (all valid frames set the scale, as in README's figure)."""
+    in the all-tags alignment (all valid frames and tag 109 set the scale, as in README's original figure)."""
     from ..datasets.soft_limb import read_soft_limb_csv, resolve_data_path, select_frames
     from . import soft_limb as sl
 
     if data is None:
         data = read_soft_limb_csv(resolve_data_path(None))
     rows = select_frames(data)
-    al = sl.derive_alignment(data)
+    al = sl.derive_alignment(data, alignment="all-tags")
     T = al.to_metres(data.tags_px[rows])  # (F, 9, 2) [m]
     p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]
     F = len(rows)
@@ -210,7 +216,7 @@ def soft_limb_baselines(data=None) -> dict:
     own = chord_extrapolation(p107, p108)
     length_all = float(np.mean(np.linalg.norm(tip - p108, axis=1)))
     by_mean = chord_extrapolation(p107, p108, length_all)
-    out = [dict(evaluation=f"tag 109, all {F} valid frames (README's held-out tip)",
+    out = [dict(evaluation=f"tag 109, all {F} valid frames (all-tags alignment: tag 109 sets the scale)",
                 split="held-out tag; frames all in training", n=F,
                 chord_own_mm=mm(own), chord_mean_mm=mm(by_mean), chord_mean_length_mm=1e3 * length_all,
                 constant_mm=None, linear_tags_mm=None, linear_pwm_mm=None,

@@ -268,8 +268,10 @@ def add_weight_release_arguments(p: argparse.ArgumentParser) -> argparse.Argumen
 
 SOFT_LIMB_DESCRIPTION = (
     "Real2sim of the DisMech two-limb soft robot: per-frame limb natural curvatures from measured "
-    "AprilTags (exact gradients + L-BFGS), scored with the tip tag held out of the loss beside the "
-    "in-sample residuals of an all-tags fit; DisMech's finite-difference scheme on request (--baseline)."
+    "AprilTags (exact gradients + L-BFGS), scored with the tip tag held out (of the loss, the base-angle "
+    "fit and, by default, the pixel scale and tag arc lengths: --alignment tip-free) beside model-free "
+    "chord baselines and the in-sample residuals of an all-tags fit; DisMech's finite-difference scheme "
+    "on request (--baseline)."
 )
 
 

@@ -127,7 +127,8 @@ def main(argv=None) -> int:
         print(f"soft limb skipped: {exc}", file=sys.stderr)
         slb = None
     if slb is not None:
-        print("## Soft limb, tip tag 109 (mm, mean tip distance, README's alignment)\n")
+        print("## Soft limb, tip tag 109 (mm, mean tip distance, all-tags alignment: tag 109 sets the scale; "
+              "tip-free figures: benchmarks/soft_limb_tip_free.py)\n")
         print(rb.format_soft_limb(slb))
         print(f"\nour model: {rb.LIMB_MODEL_SOURCE}\n")
         result["soft_limb"] = dict(slb, model_source=rb.LIMB_MODEL_SOURCE)

@@ -174,3 +174,82 @@ def test_readme_stiff_flop_table_is_the_recorded_run():
     for r in runs["trailing"]:
         if r["kind"] == "dynamic" and r["split"] == "held-out":
             assert f"{r['err_mm']:.2f}" in readme, (r["recording"], r["window"])
+
+
+TIP_FREE = RESULT.parent / "soft_limb_tip_free.json"
+
+
+def _readme_row(readme, label):
+    line = next((ln for ln in readme.splitlines() if ln.startswith(f"| {label} |")), None)
+    assert line is not None, label
+    return line.split("|")[2].strip()
+
+
+def test_readme_soft_limb_tip_free_rows_are_the_recorded_run():
+    """README's soft-limb rows are the run recorded by ``benchmarks/soft_limb_tip_free.py``
+    (model and baselines of one run, same frames and alignment), and the record says when, where
+    and how it was made."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rec = json.loads(TIP_FREE.read_text())
+    for key in ("date_utc", "git_commit", "machine", "load_average_1_5_15_at_start", "command"):
+        assert rec[key], key
+    assert rec["command"] == "python benchmarks/soft_limb_tip_free.py"  # all frames, 49 nodes
+    runs = rec["runs"]
+    rod, last, orig = runs["tip_free_rod_end"], runs["tip_free_last_interval"], runs["all_tags"]
+    assert not rod["alignment_uses_tag_109"] and not last["alignment_uses_tag_109"] and orig["alignment_uses_tag_109"]
+    assert rod["frames"] == last["frames"] == orig["frames"] == 170
+
+    def mm(d):
+        return f"mean {d['mean_mm'] if 'mean_mm' in d else d['tip_mean_mm']:.2f} mm, max " \
+               f"{d['max_mm'] if 'max_mm' in d else d['tip_max_mm']:.2f} mm"
+
+    bl = {r["key"]: r for r in rod["tip_baselines"]}
+    expect = {
+        "tip error, tip-free alignment, tag 109 at the rod end (default)": mm(rod["held_out"]),
+        "tip error, tip-free alignment, tag 109 one 107 -> 108 interval beyond 108": mm(last["held_out"]),
+        "tag error of the 7 fitted tags, tip-free held-out fit": f"mean {rod['held_out']['fitted_tags_mean_mm']:.2f} mm",
+        "tip error, all 8 free tags in the loss, tip-free alignment": mm(rod["all_tags_fit"]),
+        "baseline: continue the 107 -> 108 chord by its own length, tip-free scale": mm(bl["chord_own"]),
+        "baseline: continue the chord by the nominal spacing 18.75 mm (the model's rod-end gap), tip-free scale":
+            mm(bl["chord_nominal"]),
+        f"reference: continue the chord by the mean measured 108 -> 109 length "
+        f"({bl['chord_mean_tip_gap']['length_mm']:.2f} mm), tip-free scale": mm(bl["chord_mean_tip_gap"]),
+        "tip error, all-tags alignment (original), tip out of the loss and the base-angle fit": mm(orig["held_out"]),
+        "tip error, all-tags alignment, all 8 free tags in the loss": mm(orig["all_tags_fit"]),
+    }
+    for label, value in expect.items():
+        assert _readme_row(readme, label) == value, label
+    assert bl["chord_mean_tip_gap"]["uses_tip"] and not bl["chord_own"]["uses_tip"] and not bl["chord_nominal"]["uses_tip"]
+    assert bl["chord_nominal"]["mean_mm"] == pytest.approx(bl["chord_model_gap"]["mean_mm"], abs=1e-9)  # rod end = nominal gap
+    # the verdict README states: the model loses to the same-gap and own-length chords
+    gap = {r["key"]: r for r in last["tip_baselines"]}["chord_model_gap"]
+    assert rod["held_out"]["tip_mean_mm"] > bl["chord_nominal"]["mean_mm"] > bl["chord_own"]["mean_mm"]
+    assert last["held_out"]["tip_mean_mm"] > gap["mean_mm"]
+    assert "Our model does not beat the baselines on the tip-free held-out tip" in readme
+    d = rod["held_out"]["diagnostics"]
+    for v in (f"{d['gap_floor_mm']:.2f} mm on average by itself", f"{d['end_chord_angle_deg_mean']:+.2f}"[1:],
+              f"{d['tip_segment_self_weight_sag_mm']:.3f} mm", f"{d['normal_mean_mm']:.2f} mm off normal"):
+        assert v in readme, v
+    # the original alignment's held-out tip is the number README quoted before (1.94 mm)
+    assert round(orig["held_out"]["tip_mean_mm"], 2) == rb.LIMB_MODEL_README
+
+
+def test_soft_limb_tip_free_baselines_reproduce_recorded_run():
+    """The chord baselines of the recorded run are recomputed here from the data (NumPy only) in
+    the same alignments: the JSON's baseline numbers are the data's, not typed in."""
+    data = _limb_data()
+    if data is None:
+        pytest.skip("soft-limb data not found (shared/data/dismech-soft-limb)")
+    from jaxrod.cases import soft_limb as sl
+
+    runs = json.loads(TIP_FREE.read_text())["runs"]
+    for name, alignment, tip in (("tip_free_rod_end", "tip-free", "rod-end"),
+                                 ("tip_free_last_interval", "tip-free", "last-interval"),
+                                 ("all_tags", "all-tags", "rod-end")):
+        al = sl.derive_alignment(data, alignment=alignment, tip_arclength=tip)
+        now = rb.tip_extrapolation_baselines(al.to_metres(data.tags_px[data.valid_indices]), al)
+        assert al.scale * 1e3 == pytest.approx(runs[name]["scale_mm_per_px"], rel=1e-12)
+        for a, b in zip(now, runs[name]["tip_baselines"], strict=True):
+            assert a["key"] == b["key"] and a["uses_tip"] == b["uses_tip"]
+            assert a["mean_mm"] == pytest.approx(b["mean_mm"], abs=1e-9), (name, a["key"])
+            assert a["max_mm"] == pytest.approx(b["max_mm"], abs=1e-9), (name, a["key"])

@@ -237,6 +237,8 @@ def test_script_fits_a_few_real_frames(tmp_path):
     assert 0.25 < summary["scale_mm_per_px"] < 0.31
     text = sl.format_summary(summary)
     assert "never in the loss: prediction" in text and "not comparable" in text
+    assert summary["alignment"] == "tip-free" and not summary["alignment_uses_tag_109"]
+    assert "held out, tip-free alignment: prediction" in text and "USES tag 109" in text
     assert "compile" in text and "in-sample residual" in text
     with open(tmp_path / "real2sim_soft_limb_frames.csv") as fh:
         assert "tip_error_held_out_mm" in fh.readline()
@@ -246,3 +248,94 @@ def test_script_fits_a_few_real_frames(tmp_path):
         "real2sim_soft_limb_summary.json",
     ):
         assert (tmp_path / name).is_file()
+
+
+# ---- (d) the tip-free alignment: nothing derived from tag 109 ---------------------------------
+def _uneven_rows(n=5):
+    """Synthetic frames with unequal tag spacing (px): 60, 50, 70, 60, 40, 80, 55 between tags
+    101-108 (sum 415) and 45 to the tip, bending a little more with k."""
+    steps = np.array([60.0, 50, 70, 60, 40, 80, 55, 45])
+    rows = []
+    for k in range(n):
+        ang = -0.1 - 0.05 * (1 + 0.2 * k) * np.arange(8)
+        x = 30 + np.concatenate([[0], np.cumsum(steps * np.cos(ang))])
+        y = 50 - np.concatenate([[0], np.cumsum(steps * np.sin(ang))])
+        rows.append([2000 + 200 * k, 0.2 * (k + 1), 0.1] + [v for xy in zip(x, y) for v in xy])
+    return rows
+
+
+def test_tip_free_alignment_values_and_tag_109_invariance(tmp_path):
+    """Tip-free: the 101 -> 108 polyline (415 px) is 7/8 x 0.15 m; tags 102-108 at their cumulative
+    polyline x scale; tag 109 at 0.15 m (rod end) or 108 + the 55-px interval (last-interval).
+    Moving tag 109's pixels in every frame changes none of it (and the to-metre map of tags
+    101-108), while it does change the all-tags alignment."""
+    rows = _uneven_rows()
+    data = sld.read_soft_limb_csv(_write(tmp_path / "a.csv", rows))
+    moved_rows = [r[:-2] + [r[-2] + 37.0 * (1 + i), r[-1] - 23.0] for i, r in enumerate(rows)]
+    moved = sld.read_soft_limb_csv(_write(tmp_path / "b.csv", moved_rows))
+    scale = 0.13125 / 415.0  # m/px, by hand
+    cum = np.array([0, 60, 110, 180, 240, 280, 360, 415.0])
+    for tip, s109 in (("rod-end", 0.15), ("last-interval", (415 + 55) * scale)):
+        a = sl.derive_alignment(data, alignment="tip-free", tip_arclength=tip)
+        b = sl.derive_alignment(moved, alignment="tip-free", tip_arclength=tip)
+        assert not a.uses_tip and a.reference_tag == 108
+        assert math.isclose(a.scale, scale, rel_tol=1e-12)
+        np.testing.assert_allclose(a.tag_arclength, np.append(cum * scale, s109), rtol=1e-12)
+        assert a.scale == b.scale
+        np.testing.assert_array_equal(a.tag_arclength, b.tag_arclength)
+        np.testing.assert_array_equal(a.to_metres(data.tags_px)[:, :8], b.to_metres(moved.tags_px)[:, :8])
+        assert "no tag 109" in a.provenance["scale"] and "no tag 109" in a.provenance["tag 109 arc length"]
+    full_a = sl.derive_alignment(data, alignment="all-tags")
+    full_b = sl.derive_alignment(moved, alignment="all-tags")
+    assert full_a.uses_tip and full_a.scale != full_b.scale  # the original definition reads tag 109
+    assert math.isclose(full_a.scale, 0.15 / 460.0, rel_tol=1e-12)
+
+
+def test_alignment_options_are_checked(tmp_path):
+    data = sld.read_soft_limb_csv(_write(tmp_path / "a.csv", _uneven_rows(2)))
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        sl.derive_alignment(data, alignment="no-tip")
+    with pytest.raises(ValueError, match="tip_arclength must be one of"):
+        sl.derive_alignment(data, alignment="tip-free", tip_arclength="end")
+    with pytest.raises(ValueError, match="applies to alignment='tip-free' only"):
+        sl.derive_alignment(data, alignment="all-tags", tip_arclength="last-interval")
+    with pytest.raises(ValueError, match="length must be a positive"):
+        sl.derive_alignment(data, alignment="tip-free", length=-0.15)
+
+
+def test_tip_free_held_out_fit_does_not_see_tag_109(tmp_path):
+    """End to end (synthetic frames, the file's 21-node program): the held-out fit with the
+    tip-free alignment gives bit-identical curvatures, base angle and tags 102-108 when tag 109's
+    pixels are moved by tens of px in every frame; only the tip error changes."""
+    rows = _uneven_rows(3)
+    moved = [r[:-2] + [r[-2] + 25.0, r[-1] + 30.0] for r in rows]
+    kw = dict(frames=None, n_nodes=N_NODES, base_frames=2, in_sample_fit=False, progress=False)
+    a = sl.run_real2sim(_write(tmp_path / "a.csv", rows), **kw)
+    b = sl.run_real2sim(_write(tmp_path / "b.csv", moved), **kw)
+    fa, fb = a["fits"]["held_out"], b["fits"]["held_out"]
+    assert a["alignment"].alignment == "tip-free"  # the default
+    assert fa["base_fit"]["beta_deg"] == fb["base_fit"]["beta_deg"]
+    np.testing.assert_array_equal(fa["fit"].theta, fb["fit"].theta)
+    np.testing.assert_array_equal(fa["fit"].tags[:, :8], fb["fit"].tags[:, :8])
+    assert np.all(fa["fit"].tip_error_mm != fb["fit"].tip_error_mm)
+
+
+def test_tip_extrapolation_baselines_by_hand():
+    """A straight rod along x: tags every 18.75 mm to 108 (131.25 mm), the tip 16 mm beyond 108.
+    Own-length and nominal chords put it 18.75 mm beyond: 2.75 mm off; the mean measured gap
+    (uses tag 109) is exact."""
+    from jaxrod.cases import real_data_baselines as rb
+
+    x = np.append(np.arange(8) * 18.75, 131.25 + 16.0) * 1e-3
+    T = np.zeros((4, 9, 2))
+    T[..., 0] = x
+    al = sl.Alignment(scale=1.0, tag_arclength=np.linspace(0, 0.15, 9), length=0.15,
+                      path_length_px=1.0, path_length_std_px=0.0, spacing="uniform",
+                      alignment="tip-free", reference_tag=108, reference_length=0.13125)
+    got = {r["key"]: r for r in rb.tip_extrapolation_baselines(T, al)}
+    for key in ("chord_own", "chord_nominal", "chord_model_gap"):
+        assert got[key]["mean_mm"] == pytest.approx(2.75, abs=1e-9) and not got[key]["uses_tip"]
+    assert got["chord_mean_tip_gap"]["mean_mm"] == pytest.approx(0.0, abs=1e-9)
+    assert got["chord_mean_tip_gap"]["uses_tip"]
+    with pytest.raises(ValueError, match=r"targets must be \(F, 9, 2\)"):
+        rb.tip_extrapolation_baselines(T[:, :8], al)

@@ -268,8 +268,10 @@ def add_weight_release_arguments(p: argparse.ArgumentParser) -> argparse.Argumen
 
 SOFT_LIMB_DESCRIPTION = (
     "Real2sim of the DisMech two-limb soft robot: per-frame limb natural curvatures from measured "
-    "AprilTags (exact gradients + L-BFGS), scored with the tip tag held out of the loss beside the "
-    "in-sample residuals of an all-tags fit; DisMech's finite-difference scheme on request (--baseline)."
+    "AprilTags (exact gradients + L-BFGS), scored with the tip tag held out (of the loss, the base-angle "
+    "fit and, by default, the pixel scale and tag arc lengths: --alignment tip-free) beside model-free "
+    "chord baselines and the in-sample residuals of an all-tags fit; DisMech's finite-difference scheme "
+    "on request (--baseline)."
 )
 
 
@@ -322,6 +324,22 @@ def add_soft_limb_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
         choices=("measured", "uniform"),
         default="measured",
         help="tag arc lengths",
+    )
+    p.add_argument(
+        "--alignment",
+        choices=("tip-free", "all-tags"),
+        default="tip-free",
+        help="what sets the pixel scale and the tag arc lengths: 'tip-free' (default; tags 101-108 "
+        "and the nominal geometry, nothing from the tip tag 109, so its held-out error is a "
+        "prediction) or 'all-tags' (the original definition: tag 109 sets them, so the 'held-out' "
+        "tip is out of the loss only)",
+    )
+    p.add_argument(
+        "--tip-arclength",
+        choices=("rod-end", "last-interval"),
+        default="rod-end",
+        help="tip-free alignment: tag 109 at the rod end (default; known geometry) or one measured "
+        "107->108 interval beyond tag 108",
     )
     p.add_argument(
         "--base-angle",

@@ -17,10 +17,14 @@ STIFF-FLOP (:func:`stiff_flop_baselines`)
     README's table (dynamic: ``rec.window(t0, t1)[:n + 1]`` as the model's runs; static: the rows
     of the evaluation times), on the whole Load1/Load2 recordings and on Load2 after TMTDyn's window.
 
-Soft limb (:func:`soft_limb_baselines`)
-    The figure to beat: README's "held-out tip" (tag 109 out of the loss and of the base-angle fit;
-    mean distance of the predicted and measured tag 109 over all 170 valid frames, mm, in the
-    alignment of :func:`jaxrod.cases.soft_limb.derive_alignment`). Baselines with no model:
+Soft limb (:func:`soft_limb_baselines`, :func:`tip_extrapolation_baselines`)
+    :func:`soft_limb_baselines` scores the original figure, README's "held-out tip" in the
+    all-tags alignment (tag 109 out of the loss and of the base-angle fit but setting the scale and
+    the tag arc lengths; mean distance of the predicted and measured tag 109 over all 170 valid
+    frames, mm, in :func:`jaxrod.cases.soft_limb.derive_alignment`'s ``"all-tags"`` alignment).
+    The tip-free figures and their baselines (same alignment, same frames, each row saying whether
+    it uses tag 109) are :func:`tip_extrapolation_baselines`, recorded with the model by
+    ``benchmarks/soft_limb_tip_free.py``. Baselines with no model:
     continue the 107 -> 108 chord by its own length (no tip information at all) or by the mean
     108 -> 109 length over the training frames (all 170 for README's figure: the same tag-109
     information our held-out fit receives through the scale and the tag arc lengths; the mean
@@ -49,6 +53,7 @@ __all__ = [
     "format_soft_limb",
     "format_stiff_flop",
     "soft_limb_baselines",
+    "tip_extrapolation_baselines",
     "stiff_flop_baselines",
 ]
 
@@ -82,7 +87,9 @@ STIFF_FLOP_PUBLISHED = {
 }
 #: soft limb: README's held-out tip figure of our fit ("Calibration" section, issue 12)
 LIMB_MODEL_README = 1.94
-LIMB_MODEL_SOURCE = "README.md 'Calibration' soft-limb table (jaxrod calibrate soft-limb, tip held out; not re-run)"
+LIMB_MODEL_SOURCE = ("README.md 'Calibration' soft-limb table (jaxrod calibrate soft-limb --alignment all-tags, tip "
+                     "out of the loss but setting the scale; not re-run); tip-free figures: "
+                     "benchmarks/results/soft_limb_tip_free.json")
 LIMB_PUBLISHED = "DisMech 2.9 (not comparable: other frames, unstated scale)"
 
 #: dynamic windows: README's four, then the ones README lacks
@@ -191,14 +198,14 @@ _PWM = ("pwm_duty_limb0_fwd", "pwm_duty_limb0_rev", "pwm_duty_limb1_fwd", "pwm_d
 def soft_limb_baselines(data=None) -> dict:
     """The soft-limb tip (tag 109) baselines (module docstring). ``data``: a
     :class:`~jaxrod.datasets.soft_limb.SoftLimbData` (default: read the shared file). Distances in mm
-    in the alignment of our fit (all valid frames set the scale, as in README's figure)."""
+    in the all-tags alignment (all valid frames and tag 109 set the scale, as in README's original figure)."""
     from ..datasets.soft_limb import read_soft_limb_csv, resolve_data_path, select_frames
     from . import soft_limb as sl
 
     if data is None:
         data = read_soft_limb_csv(resolve_data_path(None))
     rows = select_frames(data)
-    al = sl.derive_alignment(data)
+    al = sl.derive_alignment(data, alignment="all-tags")
     T = al.to_metres(data.tags_px[rows])  # (F, 9, 2) [m]
     p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]
     F = len(rows)
@@ -209,7 +216,7 @@ def soft_limb_baselines(data=None) -> dict:
     own = chord_extrapolation(p107, p108)
     length_all = float(np.mean(np.linalg.norm(tip - p108, axis=1)))
     by_mean = chord_extrapolation(p107, p108, length_all)
-    out = [dict(evaluation=f"tag 109, all {F} valid frames (README's held-out tip)",
+    out = [dict(evaluation=f"tag 109, all {F} valid frames (all-tags alignment: tag 109 sets the scale)",
                 split="held-out tag; frames all in training", n=F,
                 chord_own_mm=mm(own), chord_mean_mm=mm(by_mean), chord_mean_length_mm=1e3 * length_all,
                 constant_mm=None, linear_tags_mm=None, linear_pwm_mm=None,
@@ -230,6 +237,54 @@ def soft_limb_baselines(data=None) -> dict:
                     constant_mm=mm(const(F), te), linear_tags_mm=mm(lin_t(tags), te),
                     linear_pwm_mm=mm(lin_p(pwm), te), model_mm=None, published=""))
     return dict(frames=F, scale_mm_per_px=1e3 * al.scale, rows=out)
+
+
+def tip_extrapolation_baselines(targets, alignment) -> list:
+    """Model-free predictions of the tip tag (109) from tags 107 and 108 of the same frame, in the
+    alignment ``alignment`` (a :class:`~jaxrod.cases.soft_limb.Alignment`) of ``targets``
+    ``(F, 9, 2)`` [m], each scored like the model's held-out tip (distance to the measured tag 109,
+    mm, mean and max over the ``F`` frames). Each row says which information it uses:
+
+    * ``chord_own``: continue the 107 -> 108 chord by its own length (tags 107-108 of the frame);
+    * ``chord_nominal``: by the nominal tag spacing 0.15 m / 8 (known geometry);
+    * ``chord_model_gap``: by the arc-length gap ``s_109 - s_108`` the model's tag positions assume
+      (the alignment's; tip-free unless the alignment uses tag 109);
+    * ``chord_mean_tip_gap``: by the mean measured 108 -> 109 length over the ``F`` frames (USES
+      TAG 109: an upper reference, not a tip-free prediction).
+
+    The scale is ``alignment``'s, so with the tip-free alignment only the last row uses tag 109."""
+    from .soft_limb import NOMINAL_TAG_SPACING
+
+    T = np.asarray(targets, dtype=float)
+    if T.ndim != 3 or T.shape[1:] != (9, 2):
+        raise ValueError(f"targets must be (F, 9, 2) tag positions [m], got shape {T.shape}")
+    p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]
+    s = np.asarray(alignment.tag_arclength, dtype=float)
+    gap = float(s[8] - s[7])
+    mean_gap = float(np.mean(np.linalg.norm(tip - p108, axis=1)))
+    scale_note = ("scale from tags 101-108" if not alignment.uses_tip
+                  else "scale uses tag 109 (all-tags alignment)")
+    rows = [
+        ("chord_own", "continue the 107->108 chord by its own length", None, False,
+         "tags 107-108 of the frame"),
+        ("chord_nominal", f"continue the 107->108 chord by the nominal spacing "
+         f"{NOMINAL_TAG_SPACING * 1e3:.2f} mm", NOMINAL_TAG_SPACING, False,
+         "tags 107-108 and the nominal geometry"),
+        ("chord_model_gap", f"continue the 107->108 chord by the model's 108->109 arc gap "
+         f"{gap * 1e3:.2f} mm", gap, alignment.uses_tip,
+         f"tags 107-108 and the alignment's tag arc lengths ({alignment.alignment})"),
+        ("chord_mean_tip_gap", f"continue the 107->108 chord by the mean measured 108->109 length "
+         f"{mean_gap * 1e3:.2f} mm", mean_gap, True,
+         f"tags 107-108 and tag 109 of all {len(T)} frames (USES THE TIP)"),
+    ]
+    out = []
+    for key, what, length, uses_tip, info in rows:
+        pred = chord_extrapolation(p107, p108, length)
+        d = 1e3 * np.linalg.norm(pred - tip, axis=1)
+        out.append(dict(key=key, baseline=what, length_mm=None if length is None else 1e3 * length,
+                        uses_tip=bool(uses_tip or alignment.uses_tip), information=f"{info}; {scale_note}",
+                        mean_mm=float(d.mean()), max_mm=float(d.max()), n=int(len(T))))
+    return out
 
 
 def format_soft_limb(res: dict) -> str:

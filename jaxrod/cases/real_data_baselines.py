@@ -21,7 +21,7 @@ Soft limb (:func:`soft_limb_baselines`, :func:`tip_extrapolation_baselines`)
     :func:`soft_limb_baselines` scores the original figure, README's "held-out tip" in the
     all-tags alignment (tag 109 out of the loss and of the base-angle fit but setting the scale and
     the tag arc lengths; mean distance of the predicted and measured tag 109 over all 170 valid
-    frames, mm, in :func:`jaxrod.cases.soft_limb.derive_alignment`'s ``"all-tags"`` alignment).
+    frames, mm, in :func:`jaxrod.datasets.soft_limb.derive_alignment`'s ``"all-tags"`` alignment).
     The tip-free figures and their baselines (same alignment, same frames, each row saying whether
     it uses tag 109) are :func:`tip_extrapolation_baselines`, recorded with the model by
     ``benchmarks/soft_limb_tip_free.py``. Baselines with no model:
@@ -199,13 +199,12 @@ def soft_limb_baselines(data=None) -> dict:
     """The soft-limb tip (tag 109) baselines (module docstring). ``data``: a
     :class:`~jaxrod.datasets.soft_limb.SoftLimbData` (default: read the shared file). Distances in mm
     in the all-tags alignment (all valid frames and tag 109 set the scale, as in README's original figure)."""
-    from ..datasets.soft_limb import read_soft_limb_csv, resolve_data_path, select_frames
-    from . import soft_limb as sl
+    from ..datasets.soft_limb import derive_alignment, read_soft_limb_csv, resolve_data_path, select_frames
 
     if data is None:
         data = read_soft_limb_csv(resolve_data_path(None))
     rows = select_frames(data)
-    al = sl.derive_alignment(data, alignment="all-tags")
+    al = derive_alignment(data, alignment="all-tags")
     T = al.to_metres(data.tags_px[rows])  # (F, 9, 2) [m]
     p107, p108, tip = T[:, 6], T[:, 7], T[:, 8]
     F = len(rows)
@@ -241,7 +240,7 @@ def soft_limb_baselines(data=None) -> dict:
 
 def tip_extrapolation_baselines(targets, alignment) -> list:
     """Model-free predictions of the tip tag (109) from tags 107 and 108 of the same frame, in the
-    alignment ``alignment`` (a :class:`~jaxrod.cases.soft_limb.Alignment`) of ``targets``
+    alignment ``alignment`` (a :class:`~jaxrod.datasets.soft_limb.Alignment`) of ``targets``
     ``(F, 9, 2)`` [m], each scored like the model's held-out tip (distance to the measured tag 109,
     mm, mean and max over the ``F`` frames). Each row says which information it uses:
 
@@ -253,7 +252,7 @@ def tip_extrapolation_baselines(targets, alignment) -> list:
       TAG 109: an upper reference, not a tip-free prediction).
 
     The scale is ``alignment``'s, so with the tip-free alignment only the last row uses tag 109."""
-    from .soft_limb import NOMINAL_TAG_SPACING
+    from ..datasets.soft_limb import NOMINAL_TAG_SPACING
 
     T = np.asarray(targets, dtype=float)
     if T.ndim != 3 or T.shape[1:] != (9, 2):

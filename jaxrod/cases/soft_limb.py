@@ -72,7 +72,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import equinox as eqx
 import jax
@@ -85,7 +85,18 @@ import jaxrod
 from ..progress import ANNOUNCE_S, activity, eta, say
 from ..calibrate.evaluate import Split, evaluate, point_errors, split_markers
 
-from ..datasets.soft_limb import TAG_IDS, SoftLimbData, read_soft_limb_csv, resolve_data_path, select_frames
+from ..datasets.soft_limb import (  # noqa: F401  (alignment names re-exported)
+    ALIGNMENTS,
+    LIMB_LENGTH,
+    NOMINAL_TAG_SPACING,
+    TAG_IDS,
+    TIP_ARCLENGTHS,
+    Alignment,
+    derive_alignment,
+    read_soft_limb_csv,
+    resolve_data_path,
+    select_frames,
+)
 
 # the command-line options import nothing heavy (the CLI parser uses them)
 from .cli_args import SOFT_LIMB_DESCRIPTION as DESCRIPTION  # noqa: F401  (re-exported)
@@ -116,7 +127,6 @@ __all__ = [
     "write_results_csv",
 ]
 
-LIMB_LENGTH = 0.075  # [m], each of the two limbs (DisMech)
 RADIUS = 0.01  # [m]
 YOUNGS_MODULUS = 1.793e6  # [Pa]
 POISSON_RATIO = 0.5
@@ -129,150 +139,8 @@ GRAVITY = 9.8  # [m/s^2] (DisMech's value)
 # ---------------------------------------------------------------------------------------------
 # 2. alignment
 # ---------------------------------------------------------------------------------------------
-#: which information may set the pixel scale and the tag arc lengths (:func:`derive_alignment`)
-ALIGNMENTS = ("tip-free", "all-tags")
-#: where the tip tag (109) sits on the rod in the tip-free alignment
-TIP_ARCLENGTHS = ("rod-end", "last-interval")
-#: nominal tag spacing [m]: DisMech's geometry puts the 9 tags at equal arc-length intervals over
-#: the 0.15 m rod (6 edges of its 25-node limbs per interval; tag 101 at the clamp, 105 at the
-#: joint, 109 at the tip): 0.15 / 8 = 18.75 mm. Known geometry, not measured.
-NOMINAL_TAG_SPACING = 2 * LIMB_LENGTH / (len(TAG_IDS) - 1)
-
-
-@dataclass(frozen=True)
-class Alignment:
-    """Pixel -> metre mapping.
-
-    Attributes:
-        scale: [m/px], ``reference_length / path_length_px``.
-        tag_arclength: ``(9,)`` arc length of each tag along the rod [m] (tag 101 at 0).
-        length: modelled rod length [m].
-        path_length_px: mean polyline length [px] from tag 101 to the reference tag over the frames
-            used (``reference_tag``: 109 for ``"all-tags"``, 108 for ``"tip-free"``).
-        path_length_std_px: its standard deviation [px].
-        spacing: ``"measured"`` or ``"uniform"``.
-        alignment: ``"all-tags"`` (tag 109 sets the scale and the arc lengths) or ``"tip-free"``
-            (nothing derived from tag 109 enters).
-        reference_tag: the tag whose polyline distance from 101 is set to ``reference_length``.
-        reference_length: [m] the known arc length that fixes the scale.
-        tip_arclength: ``"measured"`` (all-tags), ``"rod-end"`` or ``"last-interval"`` (tip-free).
-        provenance: ``{quantity: what it is computed from}`` (human-readable).
-    """
-
-    scale: float
-    tag_arclength: np.ndarray
-    length: float
-    path_length_px: float
-    path_length_std_px: float
-    spacing: str
-    alignment: str = "all-tags"
-    reference_tag: int = TAG_IDS[-1]
-    reference_length: float = 2 * LIMB_LENGTH
-    tip_arclength: str = "measured"
-    provenance: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def uses_tip(self) -> bool:
-        """Whether tag 109's pixels enter the scale or the tag arc lengths."""
-        return self.alignment != "tip-free"
-
-    def to_metres(self, tags_px) -> np.ndarray:
-        """``(..., 9, 2)`` pixels -> ``(..., 9, 2)`` model-plane (x, z) [m], tag 101 at the origin
-        (each tag's point depends on its own pixels and tag 101's only)."""
-        p = np.asarray(tags_px, dtype=float)
-        rel = p - p[..., :1, :]
-        return self.scale * np.stack([rel[..., 0], -rel[..., 1]], axis=-1)
-
-
-def derive_alignment(
-    data: SoftLimbData,
-    length=2 * LIMB_LENGTH,
-    spacing="measured",
-    rows=None,
-    alignment="all-tags",
-    tip_arclength="rod-end",
-) -> Alignment:
-    """Pixel scale and tag arc lengths from the valid frames (``rows``: a subset).
-
-    ``alignment="all-tags"`` (the original definition; tag 109 is used): the mean 101 -> 109
-    polyline length [px] is set to the rod ``length``; with ``spacing="measured"`` each tag's arc
-    length is its mean cumulative polyline length times the scale (so tag 109 sits at its measured
-    mean distance, which is ``length``).
-
-    ``alignment="tip-free"`` (nothing from tag 109): the mean 101 -> 108 polyline length [px] (the
-    fitted tags only) is set to the nominal arc length of tag 108, ``7 x length / 8`` (DisMech's
-    equal tag spacing, :data:`NOMINAL_TAG_SPACING`); tags 102-108 get their mean cumulative
-    polyline length times that scale (``"measured"``) or the nominal ``i x length / 8``
-    (``"uniform"``); tag 109's arc length is an assumption, not a measurement:
-    ``tip_arclength="rod-end"`` (the known geometry: the tip tag at the end of the rod,
-    ``length``, i.e. one nominal spacing beyond tag 108) or ``"last-interval"`` (one more interval
-    as long as the measured 107 -> 108 one, the assumption of the own-length chord baseline).
-    """
-    if spacing not in ("measured", "uniform"):
-        raise ValueError(f"spacing must be 'measured' or 'uniform', got {spacing!r}")
-    if alignment not in ALIGNMENTS:
-        raise ValueError(f"alignment must be one of {ALIGNMENTS}, got {alignment!r}")
-    if tip_arclength not in TIP_ARCLENGTHS:
-        raise ValueError(f"tip_arclength must be one of {TIP_ARCLENGTHS}, got {tip_arclength!r}")
-    if alignment == "all-tags" and tip_arclength != "rod-end":
-        raise ValueError(
-            f"tip_arclength={tip_arclength!r} applies to alignment='tip-free' only (with 'all-tags' "
-            "tag 109's arc length is measured)"
-        )
-    length = float(length)
-    if not (math.isfinite(length) and length > 0):
-        raise ValueError(f"length must be a positive length in m, got {length!r}")
-    rows = data.valid_indices if rows is None else np.asarray(rows)
-    n = len(TAG_IDS)
-    nominal = np.linspace(0.0, length, n)
-    if alignment == "all-tags":
-        seg = np.linalg.norm(np.diff(data.tags_px[rows], axis=1), axis=-1)  # (F, 8)
-        total = seg.sum(axis=1)
-        scale = length / float(total.mean())
-        if spacing == "measured":
-            s = np.concatenate([[0.0], np.cumsum(seg.mean(axis=0))]) * scale
-        else:
-            s = nominal
-        prov = {
-            "scale": f"mean polyline 101->109 over {len(rows)} frames [px] set to the rod length "
-            f"{length:g} m (uses tag 109)",
-            "tag_arclength": "mean cumulative polyline 101->...->109 x scale (uses tag 109)"
-            if spacing == "measured" else "nominal i x length / 8 (no tag data)",
-            "tag 109 arc length": f"{'measured mean, = rod length' if spacing == 'measured' else 'nominal'}"
-            " (uses tag 109 through the scale)",
-        }
-        return Alignment(scale, s, length, float(total.mean()), float(total.std()), spacing,
-                         "all-tags", TAG_IDS[-1], length, "measured", prov)
-    # tip-free: only the pixels of tags 101-108 are read
-    px = data.tags_px[rows][:, : n - 1]
-    seg = np.linalg.norm(np.diff(px, axis=1), axis=-1)  # (F, 7): 101->102 ... 107->108
-    total = seg.sum(axis=1)
-    ref_len = float(nominal[n - 2])
-    scale = ref_len / float(total.mean())
-    if spacing == "measured":
-        s = np.concatenate([[0.0], np.cumsum(seg.mean(axis=0))]) * scale  # (8,) tags 101-108
-    else:
-        s = nominal[: n - 1].copy()
-    s109 = length if tip_arclength == "rod-end" else s[-1] + (s[-1] - s[-2])
-    s = np.append(s, s109)
-    if s109 > length + 1e-12:
-        raise ValueError(
-            f"tip_arclength={tip_arclength!r} puts tag 109 at {s109 * 1e3:.2f} mm, beyond the rod "
-            f"(length {length * 1e3:.2f} mm)"
-        )
-    prov = {
-        "scale": f"mean polyline 101->108 over {len(rows)} frames [px] set to the nominal arc length "
-        f"of tag 108, 7/8 x {length:g} m (tags 101-108 and DisMech's equal tag spacing; no tag 109)",
-        "tag_arclength 102-108": "mean cumulative polyline 101->...->108 x scale (tags 101-108)"
-        if spacing == "measured" else "nominal i x length / 8 (no tag data)",
-        "tag 109 arc length": (
-            f"rod end, {length:g} m (known geometry: the tip tag at the tip; no tag 109 data)"
-            if tip_arclength == "rod-end"
-            else "tag 108 + the 107->108 arc interval (tags 107-108; no tag 109 data)"
-        ),
-    }
-    return Alignment(scale, s, length, float(total.mean()), float(total.std()), spacing,
-                     "tip-free", TAG_IDS[-2], ref_len, tip_arclength, prov)
+# Alignment, derive_alignment, ALIGNMENTS, TIP_ARCLENGTHS, NOMINAL_TAG_SPACING: jaxrod.datasets.soft_limb
+# (pure data processing, shared with the model-free baselines)
 
 
 def limb_curvatures_from_tags(points) -> np.ndarray:

@@ -125,6 +125,9 @@ def _build_parser():
                    help="cantilever-static only: tip load as P L^2 / EI (default 0.03)")
     s.add_argument("--plot", metavar="FILE", help="save a summary figure (PNG, PDF, SVG...)")
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
+    s.add_argument("--export", metavar="FILE.pvd",
+                   help="write the run for ParaView: a .pvd time series of .vtu frames (rods as polylines with "
+                        "radius, bodies as points, frames as vectors; needs meshio, the 'export' extra)")
     s.add_argument("--exaggerate", type=_exaggeration, default="auto", metavar="auto|FACTOR",
                    help="draw shapes in --plot/--animate with displacements multiplied by FACTOR (1: true "
                         "scale); auto (default): a round factor that makes a small motion visible, stated on "
@@ -322,6 +325,7 @@ def _cmd_simulate_system(loaded, args, out, err):
 
     if args.animate:
         raise CLIError("--animate draws rods; for rigid-body systems use --plot")
+    _check_export_path(args)
     n_steps = loaded.n_steps
     if n_steps < 1:
         raise CLIError(f"duration {loaded.duration:g} s is shorter than one step of dt = {loaded.dt:g} s")
@@ -349,7 +353,37 @@ def _cmd_simulate_system(loaded, args, out, err):
         with activity(f"drawing {args.plot}", enabled=not args.no_progress):
             plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description)
         print(f"plot      {args.plot}", file=out, flush=True)
+    _export(args, traj, loaded.model, out)
     return 0
+
+
+def _check_export_path(args):
+    """Refuse a bad ``--export`` before anything is compiled."""
+    if not args.export:
+        return
+    import os
+
+    if not args.export.endswith(".pvd"):
+        raise CLIError(f"--export {args.export}: the file must end in .pvd (a ParaView time series)")
+    folder = os.path.dirname(os.path.abspath(args.export))
+    if not os.path.isdir(folder):
+        raise CLIError(f"--export {args.export}: folder {folder} does not exist")
+    import importlib.util
+
+    if importlib.util.find_spec("meshio") is None:
+        raise CLIError('--export needs meshio: pip install "jaxrod[export]" (or pip install meshio)')
+
+
+def _export(args, traj, model, out):
+    if not args.export:
+        return
+    from .export import export_paraview
+    from .progress import activity
+
+    with activity(f"writing {args.export} ({len(traj.times)} frames)", enabled=not args.no_progress):
+        path = export_paraview(traj, args.export, model)
+    print(f"export    {path} ({len(traj.times)} frames in {path.stem}_frames/; open the .pvd in ParaView)",
+          file=out, flush=True)
 
 
 def _cmd_simulate(args, out, err):
@@ -367,8 +401,8 @@ def _cmd_simulate(args, out, err):
     print(f"scene     {scene.name}: {scene.description}", file=out)
 
     if scene.static:
-        if args.animate:
-            raise CLIError(f"--animate needs a dynamic scene; {scene.name} is static")
+        if args.animate or args.export:
+            raise CLIError(f"--{'animate' if args.animate else 'export'} needs a dynamic scene; {scene.name} is static")
         ignored = [f"--{k.replace('_', '-')}" for k in ("dt", "duration", "scheme") if getattr(args, k) is not None]
         if args.save_every != 1:
             ignored.append("--save-every")
@@ -410,6 +444,7 @@ def _cmd_simulate(args, out, err):
             print(f"plot      {args.plot} (shapes: displacement x {fig.exaggeration:g})", file=out)
         return 0
 
+    _check_export_path(args)
     scheme = _scheme(args, _is_shooting(scene.name))
     scheme = scene.scheme if scheme is None else scheme
     dt, duration = float(scene.dt), float(scene.duration)
@@ -514,6 +549,7 @@ def _write_figures(args, traj, model, scene, out):
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
             animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)
         print(f"animation {args.animate} (shapes: displacement x {scale:g})", file=out, flush=True)
+    _export(args, traj, model, out)
     return 0
 
 

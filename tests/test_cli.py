@@ -10,7 +10,9 @@ import os
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -37,7 +39,7 @@ def a1_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
     png, gif = d / "a.png", d / "a.gif"
     argv = ["simulate", "cantilever-a1", "--n-nodes", "21", "--duration", "13", "--dt", "0.5",
-            "--plot", str(png), "--animate", str(gif), "--no-progress"]
+            "--plot", str(png), "--animate", str(gif), "--export", str(d / "a.pvd"), "--no-progress"]
     rc, out, err = run_cli(argv)
     return rc, out, err, png, gif
 
@@ -62,6 +64,27 @@ def test_simulate_dynamic_cantilever(a1_run):
     amp_err = _number(r"tip amplitude.*rel\. error\s*([-+0-9.eE]+)%", out)
     assert abs(amp_err) < 0.25
     assert _number(r"Newton\s+([0-9.]+) iterations/step", out) >= 1.0
+
+
+def test_simulate_exports_the_run_for_paraview(a1_run):
+    meshio = pytest.importorskip("meshio")
+    rc, out, _, png, _ = a1_run
+    assert rc == 0
+    pvd = png.with_name("a.pvd")
+    assert f"export    {pvd} (27 frames" in out
+    sets = ET.parse(pvd).getroot().find("Collection").findall("DataSet")
+    times = [float(s.get("timestep")) for s in sets]
+    np.testing.assert_allclose(times, 0.5 * np.arange(27), rtol=0, atol=1e-12)
+    last = meshio.read(pvd.parent / sets[-1].get("file"))
+    # the exported tip at t = 13 s is the run's final tip, as printed to 6 decimals
+    tip = [float(x) for x in re.search(r"final tip position \[m\]\s+\(([^)]+)\)", out).group(1).split(",")]
+    np.testing.assert_allclose(last.points[-1], tip, atol=5e-7)
+    assert len(last.points) == 21 and last.cells[0].type == "line" and len(last.cells[0].data) == 20
+    np.testing.assert_allclose(last.point_data["radius"], 0.02)
+    # material frames: orthonormal directors at every node
+    d1, d2, d3 = (last.point_data[k] for k in ("d1", "d2", "d3"))
+    np.testing.assert_allclose(np.einsum("ij,ij->i", d1, d2), 0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(np.cross(d1, d2) - d3, axis=1), 0, atol=1e-12)
 
 
 def test_simulate_writes_valid_png_and_gif(a1_run):
@@ -119,6 +142,9 @@ def test_unknown_scene():
         (["simulate", "cantilever-a1", "--scheme", "euler"], "--scheme"),
         (["simulate", "cantilever-a1", "--n-nodes", "5", "--duration", "1", "--save-every", "3"], "--save-every"),
         (["simulate", "cantilever-static", "--n-nodes", "5", "--animate", "x.gif"], "static"),
+        (["simulate", "cantilever-static", "--n-nodes", "5", "--export", "x.pvd"], "static"),
+        (["simulate", "cantilever-a1", "--n-nodes", "5", "--export", "run.vtu"], "must end in .pvd"),
+        (["simulate", "cantilever-a1", "--n-nodes", "5", "--export", "no/such/dir/run.pvd"], "does not exist"),
         (["simulate", "till-benchmark", "--scheme", "implicit_midpoint"], "shooting"),
         (["simulate", "till-benchmark", "--scheme", "bdf_alpha"], "--alpha"),
         (["simulate", "till-benchmark", "--scheme", "bdf_alpha", "--alpha", "0.3"], "alpha in [-0.5, 0]"),

@@ -408,14 +408,19 @@ def _root_jvp(f_conv, solve_conv, ls_parts, sizes, primals, tangents):
 
 def _closure_convert(fun, x):
     """``(converted, consts)`` with ``converted(x, *consts) == fun(x)`` for one array ``x``: every
-    value ``fun`` closes over becomes an explicit argument. Unlike ``jax.closure_convert``, which
-    keeps values that cannot carry a tangent (integer tracers) in the closure, all are hoisted:
-    a closed-over tracer of the caller's trace must not be evaluated inside a custom rule."""
+    tracer ``fun`` closes over becomes an explicit argument (a closed-over tracer of the caller's
+    trace must not be evaluated inside a custom rule; ``jax.closure_convert`` keeps integer
+    tracers in the closure). Concrete arrays stay in the closure: they reach the compiler as
+    constants, as they would without the conversion."""
     closed, out_shape = jax.make_jaxpr(fun, return_shape=True)(x)
     jaxpr, out_tree = closed.jaxpr, jax.tree_util.tree_structure(out_shape)
+    is_tracer = [isinstance(c, jax.core.Tracer) for c in closed.consts]
+    fixed = [c for c, t in zip(closed.consts, is_tracer) if not t]
 
-    def converted(x, *consts):
-        out = jax.extend.core.jaxpr_as_fun(jax.extend.core.ClosedJaxpr(jaxpr, list(consts)))(x)
+    def converted(x, *hoisted):
+        it_h, it_f = iter(hoisted), iter(fixed)
+        consts = [next(it_h) if t else next(it_f) for t in is_tracer]
+        out = jax.extend.core.jaxpr_as_fun(jax.extend.core.ClosedJaxpr(jaxpr, consts))(x)
         return jax.tree_util.tree_unflatten(out_tree, out)
 
-    return converted, list(closed.consts)
+    return converted, [c for c, t in zip(closed.consts, is_tracer) if t]

@@ -17,7 +17,11 @@ calibration's own evaluation (``evaluate_all``):
 * ``growth``: chambers whose cap area grows with pressure, ``a_p (1 + beta P)``, beta fitted;
 * ``stretch``: TMTDyn's hyperelastic/braid stretch update, implicit within the step;
 * ``power2``: power-law damping with TMTDyn's nu = 2 (Table 2), fixed;
-* ``all``: growth + stretch + power2.
+* ``all``: growth + stretch + power2;
+* ``neo``: the neo-Hookean stretch update instead of TMTDyn's (added after TMTDyn's rule lost its
+  equilibrium at the Load recordings' combined pressures, a limit point of its axial law that the
+  inputs alone predict: ``E A (lambda - 1) / lambda^3 <= 4/27 E A``);
+* ``all-neo``: growth + neo + power2.
 
 Each variant's result is merged into ``benchmarks/results/stiff_flop_ablation.json`` as soon as it
 finishes (date, commit, machine, load average, command, fitted values, training loss, every row), so
@@ -50,6 +54,9 @@ VARIANTS = {
     "power2": ("+ power-law damping nu = 2", {"damping_power": 2.0}),
     "all": ("growth + stretch + power-law damping nu = 2",
             {"chamber_growth": True, "stretch_update": True, "damping_power": 2.0}),
+    "neo": ("+ neo-Hookean stretch update (ours; no limit point)", {"stretch_update": "neo-hookean"}),
+    "all-neo": ("growth + neo-Hookean stretch + power-law damping nu = 2",
+                {"chamber_growth": True, "stretch_update": "neo-hookean", "damping_power": 2.0}),
 }
 
 
@@ -118,7 +125,7 @@ def run_variant(name, max_iters, command, say=print):
     say(rep.summary())
     values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
     fit_wall = time.perf_counter() - w
-    table, _ = cal.evaluate_all(values, 3, say=say, stretch_update=bool(opts.get("stretch_update", False)))
+    table, _ = cal.evaluate_all(values, 3, say=say, stretch_update=opts.get("stretch_update", False))
     return dict(meta, description=desc, options=opts, values=values, train_loss_mm2=float(rep.loss),
                 start_loss_mm2=float(rep.history[0]) if len(rep.history) else None,
                 fit_iterations=int(rep.iterations), fit_evaluations=int(rep.evaluations),
@@ -127,9 +134,10 @@ def run_variant(name, max_iters, command, say=print):
                 table=table)
 
 
-ORDER = ("linear", "growth", "stretch", "power2", "all")
-HEAD = {"linear": "linear (default)", "growth": "+ chamber growth", "stretch": "+ stretch update",
-        "power2": "+ power-law damping", "all": "all three"}
+ORDER = ("linear", "growth", "stretch", "neo", "power2", "all", "all-neo")
+HEAD = {"linear": "linear (default)", "growth": "+ chamber growth", "stretch": "+ stretch (TMTDyn)",
+        "neo": "+ stretch (neo-Hookean)", "power2": "+ power-law damping", "all": "all (TMTDyn stretch)",
+        "all-neo": "all (neo-Hookean stretch)"}
 BASELINES = os.path.join(ROOT, "benchmarks", "results", "baselines.json")
 
 

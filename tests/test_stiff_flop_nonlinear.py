@@ -57,6 +57,20 @@ def test_stretch_update_closed_form():
     np.testing.assert_allclose(xi[[0, 2, 4, 5]], 0.0, atol=1e-12)
 
 
+def test_neo_hookean_stretch_closed_form():
+    # incompressible neo-Hookean (shear modulus E/3): N = (E A / 3)(lambda - lambda^-2) = P a_p and
+    # M = E_t (J / lambda^2) (u / lambda) with E_t = (E/3)(2 lambda^2 + 1/lambda), arm D / sqrt(lambda)
+    P = 6.0e5  # F / (E A) = 0.2: beyond TMTDyn's limit point (4/27), still an equilibrium here
+    xi = _strain(_model(P, stretch_update="neo-hookean"))
+    F = P * AP
+    lam = brentq(lambda x: E * A / 3 * (x - x**-2) - F, 1.0, 2.0)
+    Et = E / 3 * (2 * lam**2 + 1 / lam)
+    assert xi[3] == pytest.approx(lam, rel=1e-9)
+    assert xi[1] == pytest.approx(F * D / math.sqrt(lam) / (Et * J / lam**3), rel=1e-9)
+    assert lam > 1.21  # the linear answer 1.2
+    np.testing.assert_allclose(xi[[0, 2, 4, 5]], 0.0, atol=1e-12)
+
+
 @pytest.mark.parametrize("nu", [1.0, 2.0, 1.5])
 def test_power_law_damping_force(nu):
     # at rest shape and zero acceleration the residual with viscosity minus the one without is
@@ -96,3 +110,5 @@ def test_option_checks():
         _model(1e4, damping_power=0.5)
     with pytest.raises(ValueError, match="chamber_growth"):
         _model(1e4, chamber_growth=math.inf)
+    with pytest.raises(ValueError, match="stretch_update"):
+        _model(1e4, stretch_update="mooney")

@@ -225,11 +225,16 @@ class StiffFlopModel(AbstractImplicitModel):
     pcs: PCSModel
     load: SampledMotion | None
     sensor_length: float = eqx.field(static=True)
-    stretch_update: bool = eqx.field(static=True, default=False)
+    stretch_update: bool | str = eqx.field(static=True, default=False)
     chamber_growth: jax.Array | None = None
     damping_power: jax.Array | None = None
 
     def __check_init__(self):
+        from ..models.pcs.nonlinear import STRETCH_LAWS
+
+        if self.stretch_update not in (False, True) + STRETCH_LAWS:
+            raise ValueError(f"StiffFlopModel: stretch_update must be False, True (= 'tmtdyn') or one of "
+                             f"{STRETCH_LAWS}, got {self.stretch_update!r}")
         for name in ("chamber_growth", "damping_power"):
             x = getattr(self, name)
             if x is None or is_traced(x):
@@ -246,7 +251,7 @@ class StiffFlopModel(AbstractImplicitModel):
     @property
     def extended(self) -> bool:
         """True when an option of :mod:`jaxrod.models.pcs.nonlinear` is on (static)."""
-        return self.stretch_update or self.chamber_growth is not None or self.damping_power is not None
+        return bool(self.stretch_update) or self.chamber_growth is not None or self.damping_power is not None
 
     def tip_point(self, q):
         """``(3,)`` world position [m] of the tracked tip point."""
@@ -278,7 +283,8 @@ class StiffFlopModel(AbstractImplicitModel):
         ell = rod.segment_lengths
         xis, xid = pcs.strains(q), pcs.strain_rates(v)
         if self.stretch_update:
-            k_fac, arm = stretch_factors(xis[:, 3])
+            law = "tmtdyn" if self.stretch_update is True else self.stretch_update
+            k_fac, arm = stretch_factors(xis[:, 3], law)
         else:
             k_fac, arm = jnp.ones((n, 6)), jnp.ones(n)
         rate = xid if self.damping_power is None else power_law_rates(xid, self.damping_power, rod.length)
@@ -341,7 +347,7 @@ def stiff_flop_model(
     tip_body: bool = True,
     chamber_growth=None,
     damping_power=None,
-    stretch_update: bool = False,
+    stretch_update: bool | str = False,
 ) -> StiffFlopModel:
     """The actuated module (module docstring).
 
@@ -354,8 +360,8 @@ def stiff_flop_model(
         n_segments: PCS segments (>= 1); tip_body: include the tip sensor's inertia and weight.
         chamber_growth: beta [1/Pa]: cap area ``a_p (1 + beta P)`` (chambers that expand with
             pressure), ``None``: constant area; damping_power: nu >= 1 of the power-law damping
-            (``None``: linear Kelvin-Voigt); stretch_update: TMTDyn's hyperelastic/braid stretch
-            update (static). See :mod:`jaxrod.models.pcs.nonlinear`; all off: the linear model.
+            (``None``: linear Kelvin-Voigt); stretch_update: ``True``/``"tmtdyn"``: TMTDyn's
+            hyperelastic/braid stretch update, ``"neo-hookean"``: the neo-Hookean one (static). See :mod:`jaxrod.models.pcs.nonlinear`; all off: the linear model.
     """
     n = check_int("n_segments", n_segments, min=1)
     s = PARAMETERS
@@ -397,7 +403,7 @@ def stiff_flop_model(
                    section_radius=s["outer_radius"])
     motion = None if load is None else SampledMotion(times, load)
     opt = lambda x: None if x is None else jnp.asarray(x, dtype=float)  # noqa: E731
-    return StiffFlopModel(pcs, motion, float(s["sensor_length"]), bool(stretch_update), opt(chamber_growth),
+    return StiffFlopModel(pcs, motion, float(s["sensor_length"]), stretch_update, opt(chamber_growth),
                           opt(damping_power))
 
 
@@ -407,7 +413,7 @@ def rest_tip() -> np.ndarray:
 
 
 def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_segments: int = 3, substeps: int = 1,
-                stretch_update: bool = False):
+                stretch_update: bool | str = False):
     """Simulated tip point ``(n_steps + 1, 3)`` [m] at ``t0, t0 + 0.05, ...`` [s] and the
     ``(n_steps + 1,)`` validity flags, for parameter ``values`` (a dict with the keys of
     :data:`INITIAL`; arrays may be traced).
@@ -434,7 +440,7 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     return traj.tip - model.tip_point(rest.q) + rest_tip(), traj.valid
 
 
-def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3, stretch_update: bool = False):
+def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3, stretch_update: bool | str = False):
     """``(K, 3)`` tip points [m] of the static equilibria with the inputs at ``at_times (K,)`` [s]
     (TMTDyn's "Equil." study), displacement-based as :func:`predict_tip`."""
     from ..integrate import solve_static

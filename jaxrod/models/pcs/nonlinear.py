@@ -22,7 +22,19 @@ rod axis), so ``lambda = v_1`` is the axial stretch (1 at rest).
   and cap area ``a_p``): the stretch solves ``E A (lambda - 1) lambda^-3 = P a_p`` and the
   curvature (per reference length) is ``u = P a_p d lambda^(7/2) / (E J)``.
   The law is TMTDyn's secant rule: the internal force is ``K(lambda) (xi - xi*)``, not the gradient
-  of an energy (the Newton Jacobian is not symmetric).
+  of an energy (the Newton Jacobian is not symmetric). Its axial force ``E A (lambda - 1) /
+  lambda^3`` peaks at ``4/27 E A`` (``lambda = 1.5``): beyond that chamber force there is no
+  equilibrium (two STIFF-FLOP pairs near 1 bar reach it for E below ~190 kPa).
+* **Neo-Hookean stretch update** (``law="neo-hookean"``; ours, not TMTDyn's): an incompressible
+  neo-Hookean material (shear modulus E/3) instead of TMTDyn's scaling, with the same shrinking
+  moment arms ``r_o / sqrt(lambda)``. The axial force is the exact uniaxial one,
+  ``N = (E A / 3)(lambda - lambda^-2)`` (monotone: no limit point), i.e. the secant factor
+  ``(lambda^2 + lambda + 1) / (3 lambda^2)`` on ``E A (lambda - 1)``; bending, torsion and shear
+  use the incremental axial modulus of the stretched material ``E_t = (E/3)(2 lambda^2 +
+  lambda^-1)`` on the current section ``J / lambda^2`` per current length (curvature ``u /
+  lambda``): the factor ``(2 lambda^-1 + lambda^-4) / 3`` on the moments (and, for simplicity, the
+  shear forces). Closed forms as above: ``(E A / 3)(lambda - lambda^-2) = P a_p`` and
+  ``u = 3 P a_p d lambda^(-1/2) / (E J (2 lambda^-1 + lambda^-4))``.
 * **Chambers that expand with pressure**: cap area ``a_p (1 + beta P)`` [``beta``: 1/Pa] (a
   compliant chamber wall; the braid of STIFF-FLOP limits it). Closed form: the linear PCS answer
   with ``P a_p`` replaced by ``P a_p (1 + beta P)``.
@@ -36,16 +48,26 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-__all__ = ["chamber_area_factor", "power_law_rates", "stretch_factors"]
+__all__ = ["STRETCH_LAWS", "chamber_area_factor", "power_law_rates", "stretch_factors"]
 
 
-def stretch_factors(lam):
+STRETCH_LAWS = ("tmtdyn", "neo-hookean")
+
+
+def stretch_factors(lam, law: str = "tmtdyn"):
     """``((..., 6) stiffness factors, (...,) chamber moment-arm factor)`` of the stretch update at
-    the axial stretch ``lam (...)`` [-]: ``(lam^-4 x3, lam^-3 x3)`` and ``lam^-1/2`` (module
-    docstring)."""
+    the axial stretch ``lam (...)`` [-] (module docstring): ``"tmtdyn"``: ``(lam^-4 x3, lam^-3
+    x3)``; ``"neo-hookean"``: ``(2/lam + lam^-4)/3`` on the angular and shear modes and
+    ``(lam^2 + lam + 1) / (3 lam^2)`` on the axial one; the moment arms ``lam^-1/2`` in both."""
     lam = jnp.asarray(lam, dtype=float)
-    ang, lin = lam**-4, lam**-3
-    k = jnp.stack([ang, ang, ang, lin, lin, lin], axis=-1)
+    if law == "tmtdyn":
+        ang, ax, sh = lam**-4, lam**-3, lam**-3
+    elif law == "neo-hookean":
+        ang = (2.0 / lam + lam**-4) / 3.0
+        ax, sh = (lam**2 + lam + 1.0) / (3.0 * lam**2), ang
+    else:
+        raise ValueError(f"stretch_factors: law must be one of {STRETCH_LAWS}, got {law!r}")
+    k = jnp.stack([ang, ang, ang, ax, sh, sh], axis=-1)
     return k, lam**-0.5
 
 

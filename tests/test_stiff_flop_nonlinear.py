@@ -112,3 +112,20 @@ def test_option_checks():
         _model(1e4, chamber_growth=math.inf)
     with pytest.raises(ValueError, match="stretch_update"):
         _model(1e4, stretch_update="mooney")
+
+
+@pytest.mark.skipif(__import__("jaxrod.datasets.stiff_flop", fromlist=["find_data_dir"]).find_data_dir() is None,
+                    reason="STIFF-FLOP data not found (shared/data/stiff-flop)")
+def test_calibrate_cli_option_errors():
+    """`jaxrod calibrate stiff-flop`: the model options refuse --no-fit (FITTED is the default model's)
+    and a damping power below 1, before anything is compiled."""
+    import argparse
+
+    from jaxrod.cases import stiff_flop_calibration as cal
+
+    for argv, match in ((["--no-fit", "--stretch", "neo-hookean"], "no model option"),
+                        (["--no-fit", "--fit-chamber-growth"], "no model option"),
+                        (["--damping-power", "0.5"], "damping-power")):
+        args = cal.add_arguments(argparse.ArgumentParser()).parse_args(argv)
+        with pytest.raises(ValueError, match=match):
+            cal.run_from_args(args)

@@ -249,12 +249,26 @@ def run_from_args(args, out=None):
         print(msg, file=out, flush=True)
 
     check_inputs(args.segments, args.max_iters)
-    summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings}
+    stretch = getattr(args, "stretch", "off")
+    stretch = False if stretch == "off" else stretch
+    growth, power = getattr(args, "fit_chamber_growth", False), getattr(args, "damping_power", None)
+    if power is not None and not power >= 1.0:
+        raise ValueError(f"--damping-power must be >= 1, got {power}")
+    options = bool(stretch) or growth or power is not None
+    summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings,
+               "stretch": stretch or "off", "fit_chamber_growth": growth, "damping_power": power}
     if args.no_fit:
+        if options:
+            raise ValueError("--no-fit evaluates FITTED, the default model's values: it takes no model option "
+                             "(--stretch, --fit-chamber-growth, --damping-power)")
         values = dict(sm.FITTED)
     else:
+        start = dict(sm.INITIAL)
+        if power is not None:
+            start["damping_power"] = power
         rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say,
-                           smoothing=args.smoothing)
+                           smoothing=args.smoothing, start=start, chamber_growth=growth, damping_power=power,
+                           stretch_update=stretch)
         say(rep.summary())
         values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
         summary.update(fit_wall_s=rep.wall_time, fit_iterations=rep.iterations, fit_evaluations=rep.evaluations,
@@ -263,7 +277,8 @@ def run_from_args(args, out=None):
     summary["values"] = values
     say("evaluating (static equilibria at the listed times; dynamic windows):")
     say(f"inputs smoothed: {args.smoothing}")
-    table, preds = evaluate_all(values, args.segments, say=say, smoothing=args.smoothing, whole=args.whole_recordings)
+    table, preds = evaluate_all(values, args.segments, say=say, smoothing=args.smoothing, whole=args.whole_recordings,
+                                stretch_update=stretch)
     summary["table"] = table
     say(format_table(table))
     say("TMTDyn published (NOT comparable: its E and damping calibrated by hand on the experiments it "

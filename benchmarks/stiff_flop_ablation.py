@@ -77,7 +77,25 @@ def _load():
             "variants": {}}
 
 
+#: variants defined but not run, and why (written into the record)
+NOT_RUN = {
+    "all": "not run (stopped before its fit finished): it carries TMTDyn's stretch rule, which has no equilibrium "
+           "at the Load recordings' combined pressures (see the stretch variant's Load rows); all-neo replaces it",
+}
+
+
+#: provenance of the 2026-11-27 record (each variant's git_commit is HEAD when it started)
+NOTES = (
+    "growth and stretch (stamped c690431) ran the working tree committed next as e356323 (this script and the "
+    "calibration's model options were not yet committed); power2 (stamped 3277598) ran e356323's code; all-neo "
+    "(stamped d2000a8) ran 3277598's code (d2000a8 changes the CLI only); neo ran 3277598. all-neo's fit stopped at "
+    "max_iters = 15 with the loss still falling (not converged); growth's at 15 with |grad| 2e-5 (converged in effect)."
+)
+
+
 def _save(out):
+    out["not_run"] = {k: v for k, v in NOT_RUN.items() if k not in out["variants"]}
+    out["notes"] = NOTES
     os.makedirs(os.path.dirname(RESULT), exist_ok=True)
     with open(RESULT, "w") as f:
         json.dump(out, f, indent=1)

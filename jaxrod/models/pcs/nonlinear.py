@@ -24,7 +24,7 @@ rod axis), so ``lambda = v_1`` is the axial stretch (1 at rest).
   The law is TMTDyn's secant rule: the internal force is ``K(lambda) (xi - xi*)``, not the gradient
   of an energy (the Newton Jacobian is not symmetric). Its axial force ``E A (lambda - 1) /
   lambda^3`` peaks at ``4/27 E A`` (``lambda = 1.5``): beyond that chamber force there is no
-  equilibrium (two STIFF-FLOP pairs near 1 bar reach it for E below ~190 kPa).
+  equilibrium (two STIFF-FLOP pairs at 1 bar, 7.9 N, reach it for E below ~170 kPa).
 * **Neo-Hookean stretch update** (``law="neo-hookean"``; ours, not TMTDyn's): an incompressible
   neo-Hookean material (shear modulus E/3) instead of TMTDyn's scaling, with the same shrinking
   moment arms ``r_o / sqrt(lambda)``. The axial force is the exact uniaxial one,

@@ -361,7 +361,8 @@ def stiff_flop_model(
         chamber_growth: beta [1/Pa]: cap area ``a_p (1 + beta P)`` (chambers that expand with
             pressure), ``None``: constant area; damping_power: nu >= 1 of the power-law damping
             (``None``: linear Kelvin-Voigt); stretch_update: ``True``/``"tmtdyn"``: TMTDyn's
-            hyperelastic/braid stretch update, ``"neo-hookean"``: the neo-Hookean one (static). See :mod:`jaxrod.models.pcs.nonlinear`; all off: the linear model.
+            hyperelastic/braid stretch update, ``"neo-hookean"``: the neo-Hookean one (static).
+            See :mod:`jaxrod.models.pcs.nonlinear`; all off: the linear model.
     """
     n = check_int("n_segments", n_segments, min=1)
     s = PARAMETERS

@@ -389,4 +389,11 @@ def add_stiff_flop_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPar
     p.add_argument("--whole-recordings", action="store_true",
                    help="also score the whole Load1 (0-55.4 s) and Load2 (0-39.7 s) recordings")
     p.add_argument("--no-fit", action="store_true", help="evaluate the stored fitted values (FITTED) only")
+    p.add_argument("--stretch", choices=("off", "tmtdyn", "neo-hookean"), default="off",
+                   help="model option: stretch update of the stiffness and chamber arms (TMTDyn's rule or "
+                        "an incompressible neo-Hookean one; default off)")
+    p.add_argument("--fit-chamber-growth", action="store_true",
+                   help="model option: chamber cap area a_p (1 + beta P), beta fitted")
+    p.add_argument("--damping-power", type=float, default=None,
+                   help="model option: power-law damping exponent nu >= 1, fixed (TMTDyn: 2; default linear)")
     return p

@@ -60,7 +60,8 @@ PUBLISHED = (
 #: fitted by default; G/E stays at the paper's 1/3: free, it drifted from 0.37 to 0.05 for a 1% lower
 #: training loss (a flat direction of these data, measured), see README "STIFF-FLOP on measured data"
 FREE = ("youngs_modulus", "viscosity")
-UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "pressure_gain": "-"}
+UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "pressure_gain": "-",
+         "chamber_growth": "1/Pa", "damping_power": "-"}
 
 
 add_arguments = add_stiff_flop_arguments
@@ -82,19 +83,21 @@ def _inputs(name, smoothing="centred"):
     return rec, times, p, load
 
 
-def _window_prediction(values, rec, times, p, load, t0, t1, n_segments):
+def _window_prediction(values, rec, times, p, load, t0, t1, n_segments, stretch_update=False):
     import jax
 
     n = int(round((t1 - t0) / sf.SAMPLE_DT))
-    f = jax.jit(lambda v, tt, pp, ll: sm.predict_tip(v, tt, pp, ll, t0=t0, n_steps=n, n_segments=n_segments))
+    f = jax.jit(lambda v, tt, pp, ll: sm.predict_tip(v, tt, pp, ll, t0=t0, n_steps=n, n_segments=n_segments,
+                                                     stretch_update=stretch_update))
     tip, valid = f(values, times, p, load)
     rows = rec.window(t0, t1)[: n + 1]
     return rows, np.asarray(tip)[: rows.size], np.asarray(valid)[: rows.size]
 
 
-def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=False):
+def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=False, stretch_update=False):
     """Rows of the error table (dicts) and the predictions ``{(name, t0, t1): (rows, tip)}``;
-    ``smoothing`` of the inputs (:data:`SMOOTHING`), ``whole``: also the :data:`WHOLE` windows."""
+    ``smoothing`` of the inputs (:data:`SMOOTHING`), ``whole``: also the :data:`WHOLE` windows;
+    ``stretch_update``: the model option (:func:`jaxrod.scenes.stiff_flop.stiff_flop_model`)."""
     import jax
 
     table, preds = [], {}
@@ -104,7 +107,7 @@ def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=Fal
             cache[name] = _inputs(name, smoothing)
         rec, times, p, load = cache[name]
         w = time.perf_counter()
-        rows, tip, valid = _window_prediction(values, rec, times, p, load, t0, t1, n_segments)
+        rows, tip, valid = _window_prediction(values, rec, times, p, load, t0, t1, n_segments, stretch_update)
         if not valid.all():
             say(f"  warning: {name} {t0}-{t1} s: {int((~valid).sum())} frames from unconverged steps")
         e, rel = sf.tip_error(tip, rec.tip[rows])
@@ -114,7 +117,8 @@ def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=Fal
                           err_mm=1e3 * e, err_pct=100 * rel, base_mm=1e3 * b, base_pct=100 * brel))
         say(f"  {name} {t0:g}-{t1:g} s ({split}): {1e3 * e:.2f} mm (baseline {1e3 * b:.2f} mm) "
             f"[{time.perf_counter() - w:.1f} s]")
-    static = jax.jit(lambda v, tt, pp, ll, at: sm.static_tips(v, tt, pp, ll, at, n_segments=n_segments))
+    static = jax.jit(lambda v, tt, pp, ll, at: sm.static_tips(v, tt, pp, ll, at, n_segments=n_segments,
+                                                              stretch_update=stretch_update))
     for name in sf.RECORDINGS:
         if name not in cache:
             cache[name] = _inputs(name, smoothing)
@@ -143,27 +147,39 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
-def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print, smoothing="centred"):
+def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print, smoothing="centred",
+                 start=None, chamber_growth=False, damping_power=None, stretch_update=False):
     """Fit on :data:`TRAIN`; returns the :class:`~jaxrod.calibrate.FitReport`. (With the centred
     smoothing the last training samples average pressures up to 0.2 s past 29 s; the trailing one
-    uses none.)"""
+    uses none.)
+
+    Model options (:func:`jaxrod.scenes.stiff_flop.stiff_flop_model`): ``chamber_growth``: also fit
+    beta [1/Pa] (from ``start["chamber_growth"]`` or 0); ``damping_power``: nu, fixed;
+    ``stretch_update``: the stretch update. ``start``: starting values (default :data:`INITIAL`)."""
     import jax.numpy as jnp
 
-    from ..calibrate import Log, Objective, Parameter, ParamSet, fit
+    from ..calibrate import Identity, Log, Objective, Parameter, ParamSet, fit
 
     name, t0, t1 = TRAIN
     rec, times, p, load = _inputs(name, smoothing)
     n = int(round((t1 - t0) / sf.SAMPLE_DT))
     rows = rec.window(t0, t1)[: n + 1]
-    params = ParamSet([
-        Parameter(k, sm.INITIAL[k], Log(), unit=UNITS[k],
+    start = dict(sm.INITIAL if start is None else start)
+    params = [
+        Parameter(k, start[k], Log(), unit=UNITS[k],
                   fixed=(k not in FREE and not (fit_gain and k == "pressure_gain") and not (fit_shear and k == "shear_ratio")))
         for k in sm.INITIAL
-    ])
+    ]
+    if chamber_growth:
+        params.append(Parameter("chamber_growth", start.get("chamber_growth", 0.0), Identity(1e-6), unit=UNITS["chamber_growth"]))
+    if damping_power is not None:
+        params.append(Parameter("damping_power", float(damping_power), Identity(), unit="-", fixed=True))
+    params = ParamSet(params)
     data = {"times": jnp.asarray(times), "p": jnp.asarray(p), "tip": jnp.asarray(rec.tip[rows])}
 
     def residuals(values, d):
-        tip, valid = sm.predict_tip(values, d["times"], d["p"], None, t0=t0, n_steps=n, n_segments=n_segments)
+        tip, valid = sm.predict_tip(values, d["times"], d["p"], None, t0=t0, n_steps=n, n_segments=n_segments,
+                                    stretch_update=stretch_update)
         r = (tip - d["tip"]) / 1e-3  # mm
         return jnp.where(valid[:, None], r, 0.0), jnp.broadcast_to(valid[:, None], r.shape)
 
@@ -233,12 +249,26 @@ def run_from_args(args, out=None):
         print(msg, file=out, flush=True)
 
     check_inputs(args.segments, args.max_iters)
-    summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings}
+    stretch = getattr(args, "stretch", "off")
+    stretch = False if stretch == "off" else stretch
+    growth, power = getattr(args, "fit_chamber_growth", False), getattr(args, "damping_power", None)
+    if power is not None and not power >= 1.0:
+        raise ValueError(f"--damping-power must be >= 1, got {power}")
+    options = bool(stretch) or growth or power is not None
+    summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings,
+               "stretch": stretch or "off", "fit_chamber_growth": growth, "damping_power": power}
     if args.no_fit:
+        if options:
+            raise ValueError("--no-fit evaluates FITTED, the default model's values: it takes no model option "
+                             "(--stretch, --fit-chamber-growth, --damping-power)")
         values = dict(sm.FITTED)
     else:
+        start = dict(sm.INITIAL)
+        if power is not None:
+            start["damping_power"] = power
         rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say,
-                           smoothing=args.smoothing)
+                           smoothing=args.smoothing, start=start, chamber_growth=growth, damping_power=power,
+                           stretch_update=stretch)
         say(rep.summary())
         values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
         summary.update(fit_wall_s=rep.wall_time, fit_iterations=rep.iterations, fit_evaluations=rep.evaluations,
@@ -247,7 +277,8 @@ def run_from_args(args, out=None):
     summary["values"] = values
     say("evaluating (static equilibria at the listed times; dynamic windows):")
     say(f"inputs smoothed: {args.smoothing}")
-    table, preds = evaluate_all(values, args.segments, say=say, smoothing=args.smoothing, whole=args.whole_recordings)
+    table, preds = evaluate_all(values, args.segments, say=say, smoothing=args.smoothing, whole=args.whole_recordings,
+                                stretch_update=stretch)
     summary["table"] = table
     say(format_table(table))
     say("TMTDyn published (NOT comparable: its E and damping calibrated by hand on the experiments it "

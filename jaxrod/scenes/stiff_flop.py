@@ -48,8 +48,10 @@ Model (what is taken from where):
   and weight;
 * the tracked tip point at l_m3 beyond the rod tip on its axis; the measured tip load (Load1,
   Load2: force and moment in the base frame, smoothed like the pressures) acts there;
-* not modelled: TMTDyn's hyperelastic/braid "mid-step" update (section and modulus scaled by the
-  stretch), power-law damping (nu = 2; ours is linear), the pneumatics' own dynamics.
+* options (off by default; :mod:`jaxrod.models.pcs.nonlinear`): TMTDyn's hyperelastic/braid
+  "mid-step" update (section, modulus, length and chamber offsets scaled by the stretch, here
+  implicit within the step), chambers whose cap area grows with pressure, power-law damping
+  (TMTDyn's nu = 2); not modelled: the pneumatics' own dynamics.
 
 The simulated tip is compared as a displacement from the model's own rest equilibrium (zero
 pressure, no load), added to the data's rest tip (0, 0, 64.5 mm), since the data are zeroed at
@@ -72,7 +74,7 @@ from ..integrate.implicit import AbstractImplicitModel
 from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
 from ..signals import SampledMotion, Samples
 from ..integrate.schemes import NewmarkBeta
-from ..validation import check_int
+from ..validation import check_int, is_traced
 from .scene import Scene
 
 __all__ = [
@@ -223,6 +225,33 @@ class StiffFlopModel(AbstractImplicitModel):
     pcs: PCSModel
     load: SampledMotion | None
     sensor_length: float = eqx.field(static=True)
+    stretch_update: bool | str = eqx.field(static=True, default=False)
+    chamber_growth: jax.Array | None = None
+    damping_power: jax.Array | None = None
+
+    def __check_init__(self):
+        from ..models.pcs.nonlinear import STRETCH_LAWS
+
+        if self.stretch_update not in (False, True) + STRETCH_LAWS:
+            raise ValueError(f"StiffFlopModel: stretch_update must be False, True (= 'tmtdyn') or one of "
+                             f"{STRETCH_LAWS}, got {self.stretch_update!r}")
+        for name in ("chamber_growth", "damping_power"):
+            x = getattr(self, name)
+            if x is None or is_traced(x):
+                continue
+            x = float(np.asarray(x))
+            if not np.isfinite(x):
+                raise ValueError(f"StiffFlopModel: {name} must be finite, got {x}")
+            if name == "damping_power" and x < 1.0:
+                raise ValueError(f"StiffFlopModel: damping_power (nu) must be >= 1 (the power law's "
+                                 f"derivative at rest is singular below 1), got {x}")
+        if self.extended and self.pcs.tendons:
+            raise ValueError("StiffFlopModel: the nonlinear options support chambers, not tendons")
+
+    @property
+    def extended(self) -> bool:
+        """True when an option of :mod:`jaxrod.models.pcs.nonlinear` is on (static)."""
+        return bool(self.stretch_update) or self.chamber_growth is not None or self.damping_power is not None
 
     def tip_point(self, q):
         """``(3,)`` world position [m] of the tracked tip point."""
@@ -239,7 +268,43 @@ class StiffFlopModel(AbstractImplicitModel):
             lever = self.sensor_length * R[-1][:, 0]
             at_tip = jnp.concatenate([w[:3] + jnp.cross(lever, w[3:]), w[3:]])
             pcs = eqx.tree_at(lambda m: m.tip_wrench, pcs, pcs.tip_wrench + at_tip)
-        return pcs.residual(q, v, a, t, aux)
+        if not self.extended:
+            return pcs.residual(q, v, a, t, aux)
+        return self._extended_residual(pcs, q, v, a, t)
+
+    def _extended_residual(self, pcs, q, v, a, t):
+        """The PCS residual with the options of :mod:`jaxrod.models.pcs.nonlinear`: inertia,
+        gravity and tip loads as in :meth:`PCSModel.residual`; elastic, viscous and chamber forces
+        with the stretch update, power-law damping and pressure-grown chambers."""
+        from ..models.pcs.nonlinear import chamber_area_factor, power_law_rates, stretch_factors
+
+        rod = pcs.rod
+        n = int(rod.n_segments)
+        ell = rod.segment_lengths
+        xis, xid = pcs.strains(q), pcs.strain_rates(v)
+        if self.stretch_update:
+            law = "tmtdyn" if self.stretch_update is True else self.stretch_update
+            k_fac, arm = stretch_factors(xis[:, 3], law)
+        else:
+            k_fac, arm = jnp.ones((n, 6)), jnp.ones(n)
+        rate = xid if self.damping_power is None else power_law_rates(xid, self.damping_power, rod.length)
+        w = ell[:, None] * (k_fac * rod.stiffness_density * (xis - rod.rest_strain) + rod.damping_density * rate)
+        r = pcs.generalized_forces(q, v, a) + (w @ pcs.basis.B).reshape(-1)
+        if pcs.chambers:
+            tau = jnp.zeros(3)
+            f = jnp.zeros(())
+            for c in pcs.chambers:
+                P = c.pressure_at(t)
+                PA = P * c.area
+                if self.chamber_growth is not None:
+                    PA = PA * chamber_area_factor(P, self.chamber_growth)
+                tau = tau + PA * jnp.stack([jnp.zeros(()), c.offset[1], -c.offset[0]])
+                f = f + PA
+            # per segment: the moment arms shrink with the stretch (arm), the axial force does not
+            Q = ell[:, None] * jnp.concatenate(
+                [arm[:, None] * tau[None, :], jnp.broadcast_to(jnp.stack([f, 0.0 * f, 0.0 * f]), (n, 3))], axis=1)
+            r = r - pcs.load_factor * (Q @ pcs.basis.B).reshape(-1)
+        return r
 
     def with_load_factor(self, s):
         return eqx.tree_at(lambda m: m.pcs, self, self.pcs.with_load_factor(s))
@@ -280,6 +345,9 @@ def stiff_flop_model(
     pressure_gain=INITIAL["pressure_gain"],
     n_segments: int = 3,
     tip_body: bool = True,
+    chamber_growth=None,
+    damping_power=None,
+    stretch_update: bool | str = False,
 ) -> StiffFlopModel:
     """The actuated module (module docstring).
 
@@ -290,6 +358,11 @@ def stiff_flop_model(
         pressure_gain: factor on the cap area (equivalently on the pressures) [-]. All may be
             traced (fitting).
         n_segments: PCS segments (>= 1); tip_body: include the tip sensor's inertia and weight.
+        chamber_growth: beta [1/Pa]: cap area ``a_p (1 + beta P)`` (chambers that expand with
+            pressure), ``None``: constant area; damping_power: nu >= 1 of the power-law damping
+            (``None``: linear Kelvin-Voigt); stretch_update: ``True``/``"tmtdyn"``: TMTDyn's
+            hyperelastic/braid stretch update, ``"neo-hookean"``: the neo-Hookean one (static).
+            See :mod:`jaxrod.models.pcs.nonlinear`; all off: the linear model.
     """
     n = check_int("n_segments", n_segments, min=1)
     s = PARAMETERS
@@ -330,7 +403,9 @@ def stiff_flop_model(
     pcs = PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers,
                    section_radius=s["outer_radius"])
     motion = None if load is None else SampledMotion(times, load)
-    return StiffFlopModel(pcs, motion, float(s["sensor_length"]))
+    opt = lambda x: None if x is None else jnp.asarray(x, dtype=float)  # noqa: E731
+    return StiffFlopModel(pcs, motion, float(s["sensor_length"]), stretch_update, opt(chamber_growth),
+                          opt(damping_power))
 
 
 def rest_tip() -> np.ndarray:
@@ -338,7 +413,8 @@ def rest_tip() -> np.ndarray:
     return np.array([0.0, 0.0, TIP_LENGTH])
 
 
-def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_segments: int = 3, substeps: int = 1):
+def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_segments: int = 3, substeps: int = 1,
+                stretch_update: bool | str = False):
     """Simulated tip point ``(n_steps + 1, 3)`` [m] at ``t0, t0 + 0.05, ...`` [s] and the
     ``(n_steps + 1,)`` validity flags, for parameter ``values`` (a dict with the keys of
     :data:`INITIAL`; arrays may be traced).
@@ -347,12 +423,14 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     and steps with Newmark-beta (average acceleration) at ``0.05 / substeps`` s. The tip is
     reported as a displacement from the model's rest equilibrium (inputs at t = 0: zero by the
     data's construction) added to the data's rest tip (0, 0, 64.5 mm). Jit-able with ``t0``,
-    ``n_steps``, ``n_segments`` and ``substeps`` static.
+    ``n_steps``, ``n_segments`` and ``substeps`` static. ``values`` may also hold
+    ``chamber_growth`` and ``damping_power`` (:func:`stiff_flop_model`); ``stretch_update`` (static)
+    turns on the stretch update.
     """
     from ..integrate import simulate, solve_static
     from ..integrate.schemes import NewmarkBeta
 
-    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
+    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, stretch_update=stretch_update, **values)
     rest, _ = solve_static(model, t=0.0, throw=False)
     start, _ = solve_static(model, t=t0, throw=False)
     k = int(substeps)
@@ -363,12 +441,12 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     return traj.tip - model.tip_point(rest.q) + rest_tip(), traj.valid
 
 
-def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3):
+def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3, stretch_update: bool | str = False):
     """``(K, 3)`` tip points [m] of the static equilibria with the inputs at ``at_times (K,)`` [s]
     (TMTDyn's "Equil." study), displacement-based as :func:`predict_tip`."""
     from ..integrate import solve_static
 
-    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, **values)
+    model = stiff_flop_model(times, pressures, load, n_segments=n_segments, stretch_update=stretch_update, **values)
     rest, _ = solve_static(model, t=0.0, throw=False)
     base = model.tip_point(rest.q)
 

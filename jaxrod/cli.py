@@ -351,7 +351,7 @@ def _cmd_simulate_system(loaded, args, out, err):
         from .progress import activity
 
         with activity(f"drawing {args.plot}", enabled=not args.no_progress):
-            plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description)
+            plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description, model=loaded.model)
         print(f"plot      {args.plot}", file=out, flush=True)
     _export(args, traj, loaded.model, out)
     return 0

@@ -121,6 +121,19 @@ def main(argv=None) -> int:
         print(rb.format_stiff_flop(sfb))
         print(f"\nour model: {rb.STIFF_FLOP_MODEL_SOURCE}; 'lower': our model vs the better fitted baseline\n")
         result["stiff_flop"] = dict(sfb, model_source=rb.STIFF_FLOP_MODEL_SOURCE)
+        # the same baselines on the causal inputs of `jaxrod calibrate stiff-flop --smoothing trailing`
+        sft = rb.stiff_flop_baselines(smoothing="trailing")
+        print("## STIFF-FLOP, causal (trailing 9-sample) pressures: the linear map refitted on them\n")
+        print("| study | recording | window | split | linear map p->tip, trailing | centred |")
+        print("|---|---|---|---|---|---|")
+        for a, b in zip(sft["rows"], sfb["rows"]):
+            print(f"| {a['kind']} | {a['recording']} | {a['window']} | {a['split']} | {a['linear_map_mm']:.2f} "
+                  f"| {b['linear_map_mm']:.2f} |")
+        print()
+        result["stiff_flop_trailing"] = dict(
+            train=sft["train"], W=sft["W"],
+            rows=[{k: r[k] for k in ("kind", "recording", "window", "split", "n", "constant_mm", "linear_map_mm")}
+                  for r in sft["rows"]])
     try:
         slb = rb.soft_limb_baselines()
     except FileNotFoundError as exc:

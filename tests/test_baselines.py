@@ -253,3 +253,27 @@ def test_soft_limb_tip_free_baselines_reproduce_recorded_run():
             assert a["key"] == b["key"] and a["uses_tip"] == b["uses_tip"]
             assert a["mean_mm"] == pytest.approx(b["mean_mm"], abs=1e-9), (name, a["key"])
             assert a["max_mm"] == pytest.approx(b["max_mm"], abs=1e-9), (name, a["key"])
+
+
+@no_stiff_flop
+def test_trailing_input_linear_map_reproduces_the_recorded_run_and_readme():
+    """The linear map on causal (trailing) pressures: recomputed from the data it equals the
+    committed run, and README quotes it (and the refitted model it is compared with) as recorded."""
+    stored = json.loads(RESULT.read_text())["stiff_flop_trailing"]
+    now = rb.stiff_flop_baselines(smoothing="trailing")
+    np.testing.assert_allclose(now["W"], stored["W"], rtol=1e-9, atol=1e-12)
+    centred = rb.stiff_flop_baselines()
+    assert not np.allclose(now["W"], centred["W"])  # the inputs really differ
+    for a, b in zip(now["rows"], stored["rows"]):
+        assert (a["kind"], a["recording"], a["window"]) == (b["kind"], b["recording"], b["window"])
+        assert a["linear_map_mm"] == pytest.approx(b["linear_map_mm"], abs=1e-6)
+    lin = {(r["kind"], r["recording"], r["window"]): f"{r['linear_map_mm']:.2f}" for r in stored["rows"]}
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    quoted = (f"errs {lin['dynamic', 'NoLoad', '29-54 s']} / {lin['dynamic', 'Load1', '5-33 s']} / "
+              f"{lin['dynamic', 'Load2', '5-9.7 s']} mm on those three dynamic windows, "
+              f"{lin['dynamic', 'Load1', '0-55.4 s']} / {lin['dynamic', 'Load2', '0-39.7 s']} mm over the whole "
+              f"Load1 / Load2, static {lin['static', 'NoLoad', '5 times > 29 s']} / {lin['static', 'Load1', '11 times']} / "
+              f"{lin['static', 'Load2', '7 times']} mm")
+    assert quoted in readme, quoted
+    with pytest.raises(ValueError, match="smoothing must be one of"):
+        rb.stiff_flop_baselines(smoothing="causal")

@@ -113,21 +113,29 @@ def _window_rows(rec, t0, t1):
     return rec.window(t0, t1)[: n + 1]
 
 
-def stiff_flop_baselines(recordings=None) -> dict:
+SMOOTHINGS = ("centred", "trailing")
+
+
+def stiff_flop_baselines(recordings=None, smoothing="centred") -> dict:
     """Fit the STIFF-FLOP baselines on the training samples and score every window (module
-    docstring). ``recordings``: ``{name: Recording}`` (default: read the three). Returns a dict:
-    ``train`` (window, rows), ``W`` (3 x 4, tip [m] per bar and offset), ``mean_tip`` [m], ``rows``
-    (one dict per window: kind, recording, window, split, n, rest_tip_mm, constant_mm,
-    linear_map_mm, model_mm (README or ``None``), published)."""
+    docstring). ``recordings``: ``{name: Recording}`` (default: read the three). ``smoothing``:
+    the pressures as the model receives them, ``"centred"`` (TMTDyn's 9-sample centred mean, the
+    default) or ``"trailing"`` (the causal 9-sample mean of ``jaxrod calibrate stiff-flop
+    --smoothing trailing``). Returns a dict: ``train`` (window, rows), ``W`` (3 x 4, tip [m] per
+    bar and offset), ``mean_tip`` [m], ``rows`` (one dict per window: kind, recording, window,
+    split, n, rest_tip_mm, constant_mm, linear_map_mm, model_mm (README or ``None``), published)."""
+    if smoothing not in SMOOTHINGS:
+        raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
+    smooth = sf.smooth_moving_average if smoothing == "centred" else sf.trailing_moving_average
     recs = recordings or {n: sf.read_recording(n) for n in sf.RECORDINGS}
     name, t0, t1 = TRAIN
     train = recs[name]
     tr = _window_rows(train, t0, t1)
-    u_train = sf.smooth_moving_average(train.pressures[tr]) / PRESSURE_UNIT  # slice only: no look-ahead
+    u_train = smooth(train.pressures[tr]) / PRESSURE_UNIT  # slice only: no look-ahead
     y_train = train.tip[tr]
     lin, W = linear_map_baseline(u_train, y_train)
     const, mean_tip = constant_baseline(y_train)
-    inputs = {n: sf.smooth_moving_average(r.pressures) / PRESSURE_UNIT for n, r in recs.items()}
+    inputs = {n: smooth(r.pressures) / PRESSURE_UNIT for n, r in recs.items()}
 
     def score(rec, rows):
         y = rec.tip[rows]
@@ -156,8 +164,9 @@ def stiff_flop_baselines(recordings=None) -> dict:
             groups = [("held-out", at == at, f"{at.size} times")]
         for split, sel, label in groups:
             add("static", rec_name, label, split, rec.rows(at[sel]))
+    kind = "centred" if smoothing == "centred" else "trailing (causal)"
     return dict(train=dict(recording=name, window=f"{t0:g}-{t1:g} s", n=int(tr.size),
-                           inputs="p0 p1 p2 [bar], 9-sample centred mean over the training slice"),
+                           inputs=f"p0 p1 p2 [bar], 9-sample {kind} mean over the training slice"),
                 W=W.tolist(), mean_tip=mean_tip.tolist(), rows=out)
 
 

@@ -323,8 +323,6 @@ def _cmd_simulate_system(loaded, args, out, err):
 
     from .integrate import simulate
 
-    if args.animate:
-        raise CLIError("--animate draws rods; for rigid-body systems use --plot")
     _check_export_path(args)
     n_steps = loaded.n_steps
     if n_steps < 1:
@@ -353,6 +351,13 @@ def _cmd_simulate_system(loaded, args, out, err):
         with activity(f"drawing {args.plot}", enabled=not args.no_progress):
             plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description, model=loaded.model)
         print(f"plot      {args.plot}", file=out, flush=True)
+    if args.animate:
+        from .plot import animate_bodies
+        from .progress import activity
+
+        with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=not args.no_progress):
+            animate_bodies(traj, loaded.body_names, args.animate, title=loaded.name, model=loaded.model)
+        print(f"animation {args.animate} (x-z, true scale)", file=out, flush=True)
     _export(args, traj, loaded.model, out)
     return 0
 

@@ -6,15 +6,16 @@ notebooks, scripts); models, scenes and model files never draw.
   :func:`plot_modes`, :func:`displacement_scale`, :func:`node_chains`).
 * :mod:`jaxrod.plot.robots`: a parallel robot's plate (:func:`plot_plate_trajectory`) and a tendon
   robot's tip path, tensions and motor displacements (:func:`plot_tendon_robot`).
-* :mod:`jaxrod.plot.bodies`: the body centres of a rigid-body run from a model file
-  (:func:`plot_bodies`).
+* :mod:`jaxrod.plot.bodies`: a rigid-body or hybrid run from a model file: body paths and the
+  rods at a few times (:func:`plot_bodies`), a GIF (:func:`animate_bodies`).
 """
 
-from .bodies import plot_bodies
+from .bodies import animate_bodies, plot_bodies
 from .robots import plot_plate_trajectory, plot_tendon_robot
 from .rods import animate_trajectory, displacement_scale, node_chains, plot_modes, plot_static, plot_trajectory
 
 __all__ = [
+    "animate_bodies",
     "animate_trajectory",
     "displacement_scale",
     "node_chains",

@@ -1,10 +1,11 @@
-"""Figure of a rigid-body or hybrid run from a model file: the paths of the body centres (x-z
+"""Figures of a rigid-body or hybrid run from a model file: the paths of the body centres (x-z
 view), the rods of a hybrid system drawn at a few instants, and the centre coordinates against
-time. User-facing (the command line), imports matplotlib."""
+time; and a GIF of the run (rods as lines, bodies as dots with their trails). User-facing (the
+command line), imports matplotlib."""
 
 from __future__ import annotations
 
-__all__ = ["plot_bodies"]
+__all__ = ["animate_bodies", "plot_bodies"]
 
 
 def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
@@ -21,16 +22,8 @@ def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ..system import HybridSystem
-
     t = np.asarray(traj.times)
-    pos = np.asarray(traj.positions)
-    rods = []
-    if isinstance(model, HybridSystem):
-        rods = [np.asarray(model.rod_positions(pos, i)) for i in range(len(model.rods))]
-        pos = np.asarray(model.body_positions(pos))
-    if pos.shape[1] != len(names):
-        raise ValueError(f"names: {len(names)} body names for {pos.shape[1]} bodies in the trajectory")
+    pos, rods = _split(traj, names, model)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.5))
     valid = np.ones(len(t), bool) if traj.valid is None else np.asarray(traj.valid, bool)
     shots = np.unique(np.linspace(0, int(np.flatnonzero(valid)[-1]), max(int(snapshots), 1)).round().astype(int))
@@ -55,3 +48,64 @@ def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return fig
+
+
+def _split(traj, names, model):
+    """``(body positions (T, nb, 3), [rod positions (T, N_i, 3)])`` of ``traj`` [m]."""
+    import numpy as np
+
+    from ..system import HybridSystem
+
+    pos = np.asarray(traj.positions)
+    rods = []
+    if isinstance(model, HybridSystem):
+        rods = [np.asarray(model.rod_positions(pos, i)) for i in range(len(model.rods))]
+        pos = np.asarray(model.body_positions(pos))
+    if pos.shape[1] != len(names):
+        raise ValueError(f"names: {len(names)} body names for {pos.shape[1]} bodies in the trajectory")
+    return pos, rods
+
+
+def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames=150, dpi=80):
+    """Write a GIF of ``traj`` in the x-z plane (true scale): each rod of a hybrid ``model`` as a
+    line, each body as a dot with the path it has travelled so far. Frames are subsampled evenly
+    to at most ``max_frames`` (first and last kept); frames after a failed step are not drawn.
+    Returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    if int(max_frames) < 1 or not fps > 0:
+        raise ValueError(f"need max_frames >= 1 and fps > 0, got {max_frames}, {fps}")
+    bodies, rods = _split(traj, names, model)
+    t = np.asarray(traj.times)
+    valid = np.ones(len(t), bool) if traj.valid is None else np.asarray(traj.valid, bool)
+    last = int(np.flatnonzero(valid)[-1])
+    idx = np.unique(np.linspace(0, last, min(int(max_frames), last + 1)).round().astype(int))
+    pts = np.concatenate([bodies[: last + 1].reshape(-1, 3)] + [r[: last + 1].reshape(-1, 3) for r in rods])
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    pad = 0.05 * max(float(np.max(hi - lo)), 1e-9)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    ax.set(xlim=(lo[0] - pad, hi[0] + pad), ylim=(lo[2] - pad, hi[2] + pad), xlabel="x [m]", ylabel="z [m]",
+           aspect="equal")
+    rod_lines = [ax.plot([], [], "-", color="tab:purple", lw=2)[0] for _ in rods]
+    trails = [ax.plot([], [], "-", lw=0.8, alpha=0.6)[0] for _ in names]
+    dots = [ax.plot([], [], "o", ms=7, color=tr.get_color(), label=n)[0] for tr, n in zip(trails, names)]
+    ax.legend(fontsize=8, loc="upper right")
+    frames = []
+    for k in idx:
+        for line, r in zip(rod_lines, rods):
+            line.set_data(r[k, :, 0], r[k, :, 2])
+        for b, (tr, dot) in enumerate(zip(trails, dots)):
+            tr.set_data(bodies[: k + 1, b, 0], bodies[: k + 1, b, 2])
+            dot.set_data([bodies[k, b, 0]], [bodies[k, b, 2]])
+        ax.set_title(f"{title + ': ' if title else ''}t = {t[k]:.3f} s", fontsize=9)
+        fig.canvas.draw()
+        frames.append(Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(),
+                                       "raw", "RGBA", 0, 1).convert("RGB"))
+    plt.close(fig)
+    frames[0].save(str(path), save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
+    return path

@@ -1,0 +1,457 @@
+"""Moreau midpoint time stepping for set-valued (non-smooth) contact: :class:`MoreauStepper`.
+
+The scheme of Transeth, Leine, Glocker and Pettersen (IEEE T-RO 24(2), 2008, Section VII;
+``/work/shared/specs/seed002_snake.md`` section 5), written once over the small model interface
+:class:`AbstractMoreauModel` (the rigid-body implementation is
+:class:`~jaxrod.system.contact.ContactSystem`). One step from ``(q_A, u_A)`` at ``t_A``:
+
+1. midpoint ``q_M = q_A + dt/2 F(q_A) u_A`` (:meth:`AbstractMoreauModel.advance`), ``t_M = t_A + dt/2``;
+2. at the midpoint: contact gaps ``g_N(q_M)``, the contact Jacobians ``W`` (normal, two tangential
+   directions of the friction frame, two rolling directions), the joint Jacobian ``W_J`` with the
+   rheonomic term ``dg_J/dt``, the smooth forces ``h(q_M, u_A, t_M)`` (gravity, gyroscopic,
+   springs, dampers, controllers) and ``M^{-1}``;
+3. active set ``{a : g_N,a(q_M) <= 0}`` (contacts not active carry no impulse);
+4. the discrete equality of measures ``M (u_E - u_A) = h dt + W P + W_J P_J``, the joints on
+   velocity level ``W_J^T u_E + dg_J/dt = 0`` and the contact laws in prox form on the end
+   velocity (below), solved by a projected fixed-point iteration (a ``lax.while_loop``);
+5. end position ``q_E = q_M + dt/2 F(q_M) u_E``, then the constraint-violation correction
+   (:meth:`AbstractMoreauModel.correct`: normalised quaternions, joints projected back onto
+   ``g_J = 0``); velocities are not projected and unilateral penetration is not corrected (the paper).
+
+Contact laws (per active contact ``a``; impulses ``P = (P_N, P_T1, P_T2, P_V1, P_V2)`` [N s], the
+last two a rolling-friction torque impulse divided by the sphere radius, as the paper's
+``gamma_V`` is a velocity):
+
+* Signorini + Newton impact: ``P_N = prox_{R+}(P_N - r_N xi_N)``, ``xi_N = gamma_N,E + e
+  gamma_N,A`` where ``gamma_N,A < -restitution_velocity`` (else ``e = 0``). With ``e = 0`` this is the
+  paper's completely inelastic law; with ``e > 0`` it is the Newton law of Moreau-type schemes
+  (a dropped ball rebounds to ``e^2 h`` up to ``O(dt)``);
+* spatial anisotropic Coulomb: ``P_T = prox_{C_T}(P_T - r_T gamma_T,E)``, ``C_T`` the ellipse with
+  semi-axes ``mu_along P_N``, ``mu_across P_N`` in the friction frame (its first axis the
+  principal direction), sized by the new ``P_N`` (the spec's choice for a garbled line);
+* rolling friction: ``P_V = prox_{C_V}(P_V - r_V gamma_V,E)``, ``C_V`` the disk ``mu_V P_N``.
+
+Joints and contacts in one problem (the paper's Schur complement). For every contact impulse
+``P`` the joint impulses solve ``G P_J = -(W_J^T u_free + dg_J/dt + W_J^T M^{-1} W P)`` with
+``G = W_J^T M^{-1} W_J`` factored once per step (Cholesky; rows the model marks redundant are
+replaced by ``P_J = 0``). Since ``u_E`` is then an affine function of ``P``, the stepper forms
+once per step ``u_E = u_0 + Y P`` and the Delassus matrix ``D = W^T Y`` (``(5 n_c)^2``, dense:
+meant for tens of contacts) and iterates on ``gamma = W^T u_0 + D P``. The iterates are exactly
+the paper's "modified Newton" iterates, where ``P_J`` is recomputed from each ``S^(k)``.
+
+Every choice the paper leaves open is a field of :class:`MoreauOptions` (defaults in brackets):
+
+* ``method`` [``'gauss_seidel'``]: ``'jacobi'`` is the paper's simultaneous update (87-89);
+  ``'gauss_seidel'`` updates contact after contact with the latest impulses (converges for any
+  number of coupled contacts with ``relaxation`` in ``(0, 2)`` on the normal part; Jacobi can
+  oscillate when contacts share a body);
+* ``r_factors`` [``'scaled'``]: ``'absolute'`` uses ``r = (r_N, r_T, r_V)`` [kg] for every contact
+  (the paper: ``(0.1, 0.01, 0.05)``, tuned for its 0.68 kg links); ``'scaled'`` uses
+  ``r_k = relaxation / D_kk`` per contact (the spec's note 5.5; the converged solution does not
+  depend on ``r``);
+* ``friction_prox`` [``'euclidean'``]: the paper's Euclidean projection on the ellipse (a
+  scalar Newton root, ``ellipse_iterations`` steps from a lower bound); ``'scaled'`` the
+  closed form ``S proj_disk(S^{-1} P - r S gamma)``, ``S = diag(mu_along, mu_across)`` (the same
+  fixed point, other iterates; spec note 8.3);
+* tolerance (93): stop when ``|dP_N| + |dP_T| + |dP_V| <= atol + rtol |P|`` [N s]
+  [``rtol = 1e-10``, ``atol = 1e-14``], at most ``max_iterations`` [1000] sweeps; a step that
+  does not converge is reported (``converged`` False) and :func:`jaxrod.simulate` raises;
+* warm start [on]: an active contact starts from its impulses of the last step it was active
+  (contacts never active: zero);
+* ``restitution_velocity`` [0 m/s]: approach speeds below it impact plastically (a resting
+  contact with ``e > 0`` then does not chatter);
+* ``projection_iterations`` [2]: Gauss-Newton steps of the joint projection (0: none);
+* smooth forces at ``(q_M, u_A, t_M)`` (the paper's ``h_M = h(u_A)``; the evaluation point of
+  ``tau_C`` is not stated: the same point is used);
+* active set: ``g_N(q_M) <= 0`` (the paper's "midpoint" test).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+from .base import AbstractStepper
+from .results import Trajectory
+
+#: impulse components of one contact: normal, two tangential, two rolling
+N_COMPONENTS = 5
+METHODS = ("gauss_seidel", "jacobi")
+R_FACTORS = ("scaled", "absolute")
+FRICTION_PROX = ("euclidean", "scaled")
+
+
+def _static_choice(owner, name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{owner}.{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def _check_number(owner, name, value, unit, lower=0.0, strict=False, upper=None):
+    if isinstance(value, jax.core.Tracer):
+        return
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}.{name} must be a number [{unit}], got {value!r}") from None
+    bad = not jnp.isfinite(x) or (x <= lower if strict else x < lower) or (upper is not None and x > upper)
+    if bad:
+        rng = f"{'>' if strict else '>='} {lower:g}" + (f" and <= {upper:g}" if upper is not None else "")
+        raise ValueError(f"{owner}.{name} must be a finite number {rng} [{unit}], got {value!r}")
+
+
+class MoreauOptions(eqx.Module):
+    """Options of the Moreau stepper and of its contact solver (module docstring, which gives
+    the paper's values and the defaults).
+
+    Attributes:
+        method: ``'gauss_seidel'`` or ``'jacobi'`` (the paper's) (static).
+        r_factors: ``'scaled'`` (``relaxation / D_kk``) or ``'absolute'`` (``r``) (static).
+        friction_prox: ``'euclidean'`` (the paper's) or ``'scaled'`` (static).
+        r: ``(3,)`` the absolute r-factors ``(r_N, r_T, r_V)`` [kg], > 0 (paper: 0.1, 0.01, 0.05).
+        relaxation: ``beta`` of the scaled r-factors, in ``(0, 2)``.
+        rtol, atol: stopping tolerance on the change of the impulses per sweep [-], [N s].
+        max_iterations: most sweeps per step (static).
+        ellipse_iterations: Newton steps of the Euclidean ellipse projection (static).
+        restitution_velocity: approach speed [m/s] below which impacts are plastic, >= 0.
+        projection_iterations: Gauss-Newton steps projecting the joints after a step (static).
+    """
+
+    method: str = eqx.field(static=True, default="gauss_seidel")
+    r_factors: str = eqx.field(static=True, default="scaled")
+    friction_prox: str = eqx.field(static=True, default="euclidean")
+    r: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=(0.1, 0.01, 0.05))
+    relaxation: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=1.0)
+    rtol: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=1e-10)
+    atol: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=1e-14)
+    max_iterations: int = eqx.field(static=True, default=1000)
+    ellipse_iterations: int = eqx.field(static=True, default=12)
+    restitution_velocity: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=0.0)
+    projection_iterations: int = eqx.field(static=True, default=2)
+
+    def __check_init__(self):
+        o = "MoreauOptions"
+        _static_choice(o, "method", self.method, METHODS)
+        _static_choice(o, "r_factors", self.r_factors, R_FACTORS)
+        _static_choice(o, "friction_prox", self.friction_prox, FRICTION_PROX)
+        if not isinstance(self.r, jax.core.Tracer):
+            if self.r.shape != (3,) or not bool(jnp.all(self.r > 0)) or not bool(jnp.all(jnp.isfinite(self.r))):
+                raise ValueError(f"{o}.r must be 3 finite numbers > 0 (r_N, r_T, r_V) [kg], got {self.r.tolist()!r}")
+        _check_number(o, "relaxation", self.relaxation, "-", 0.0, strict=True, upper=2.0)
+        _check_number(o, "rtol", self.rtol, "-")
+        _check_number(o, "atol", self.atol, "N s")
+        _check_number(o, "restitution_velocity", self.restitution_velocity, "m/s")
+        for name in ("max_iterations", "ellipse_iterations", "projection_iterations"):
+            v = getattr(self, name)
+            lo = 0 if name == "projection_iterations" else 1
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                raise ValueError(f"{o}.{name} must be an integer >= {lo}, got {v!r}")
+
+
+# ---- prox operators -------------------------------------------------------------------------------
+def prox_disk(x, radius):
+    """Euclidean projection of ``x`` ``(2,)`` on the disk ``|y| <= radius`` (``radius >= 0``)."""
+    n = jnp.sqrt(jnp.sum(x * x) + 1e-300)
+    return x * jnp.minimum(1.0, radius / n)
+
+
+def prox_ellipse(x, semi_axes, iterations=12):
+    """Euclidean projection of ``x`` ``(2,)`` on the ellipse ``sum (y_k / a_k)^2 <= 1``.
+
+    ``semi_axes`` ``(2,)`` ``a_k >= 0``. Outside points project to ``y_k = x_k a_k^2 / (a_k^2 + t)``
+    with ``t > 0`` the root of ``f(t) = sum (a_k x_k / (a_k^2 + t))^2 - 1``; ``f`` is convex and
+    decreasing, so Newton from the lower bound ``t0 = max(0, a_min |x| - a_max^2)`` (``f(t0) >= 0``)
+    increases monotonically to the root (exact at ``t0`` for a disk). Degenerate axes: ``a = 0``
+    gives 0; one zero axis, the segment along the other.
+    """
+    a = jnp.asarray(semi_axes)
+    amax, amin = jnp.max(a), jnp.min(a)
+    s = jnp.where(amax > 0, amax, 1.0)
+    xs, as_ = x / s, a / s  # scaled: as_ in [0, 1]
+    inside = jnp.sum(jnp.where(as_ > 0, (xs / jnp.where(as_ > 0, as_, 1.0)) ** 2, jnp.where(xs != 0, jnp.inf, 0.0))) <= 1.0
+    nx = jnp.sqrt(jnp.sum(xs * xs))
+    a2 = as_ * as_
+    t0 = jnp.maximum(0.0, jnp.min(as_) * nx - 1.0) + 1e-300
+
+    def newton(_, t):
+        d = a2 + t
+        f = jnp.sum(a2 * xs * xs / (d * d)) - 1.0
+        fp = -2.0 * jnp.sum(a2 * xs * xs / (d * d * d))
+        return jnp.maximum(t - f / jnp.where(fp < 0, fp, -1.0), t)
+
+    t = jax.lax.fori_loop(0, iterations, newton, t0)
+    y_out = xs * a2 / (a2 + t)
+    y = jnp.where(inside, xs, y_out) * s
+    # one axis degenerate (a_min ~ 0): the segment along the other axis
+    seg = jnp.where(a > 0, jnp.clip(x, -a, a), 0.0)
+    y = jnp.where(amin <= 1e-12 * amax, seg, y)
+    return jnp.where(amax > 0, y, jnp.zeros_like(x))
+
+
+def _prox_contact(x, P_old, r, gamma, mu, mu_v, friction_prox, ellipse_iterations):
+    """New impulses ``(5,)`` of one contact from ``x = P_old - r gamma`` (sets sized by the new ``P_N``)."""
+    pn = jnp.maximum(x[0], 0.0)
+    if friction_prox == "euclidean":
+        pt = prox_ellipse(x[1:3], mu * pn, ellipse_iterations)
+    else:  # S proj_disk(S^-1 P - r S gamma): the metric R = r S^2
+        z = jnp.where(mu > 0, P_old[1:3] / jnp.where(mu > 0, mu, 1.0), 0.0) - r[1] * mu * gamma[1:3]
+        pt = mu * prox_disk(z, pn)
+    pv = prox_disk(x[3:5], mu_v * pn)
+    return jnp.concatenate([pn[None], pt, pv])
+
+
+class ContactProblem(eqx.Module):
+    """The velocity-level contact problem of one step, ``gamma = b + D P`` (``(n_c, 5)``), with
+    the contact parameters. ``offset`` adds the restitution term to the normal velocity."""
+
+    b: jax.Array  # (n_c, 5) [m/s]
+    D: jax.Array  # (n_c, 5, n_c, 5) [1/kg]
+    offset: jax.Array  # (n_c, 5) [m/s]
+    active: jax.Array  # (n_c,) bool
+    mu: jax.Array  # (n_c, 2)
+    mu_v: jax.Array  # (n_c,)
+
+
+def _r_factors(problem, options):
+    nc = problem.b.shape[0]
+    if options.r_factors == "absolute":
+        r = options.r
+        return jnp.broadcast_to(jnp.stack([r[0], r[1], r[1], r[2], r[2]]), (nc, N_COMPONENTS))
+    diag = jnp.einsum("aiai->ai", problem.D)
+    tiny = 1e-300
+    rn = options.relaxation / jnp.maximum(diag[:, 0], tiny)
+    rt = options.relaxation / jnp.maximum(jnp.maximum(diag[:, 1], diag[:, 2]), tiny)
+    rv = options.relaxation / jnp.maximum(jnp.maximum(diag[:, 3], diag[:, 4]), tiny)
+    return jnp.stack([rn, rt, rt, rv, rv], axis=-1)
+
+
+def _change(P_new, P):
+    d = P_new - P
+    return (jnp.sqrt(jnp.sum(d[:, 0] ** 2)) + jnp.sqrt(jnp.sum(d[:, 1:3] ** 2))
+            + jnp.sqrt(jnp.sum(d[:, 3:5] ** 2)))
+
+
+def solve_contact_problem(problem: ContactProblem, P0, options: MoreauOptions):
+    """Projected fixed-point iteration on the prox equations (module docstring).
+
+    Args:
+        problem: :class:`ContactProblem`.
+        P0: ``(n_c, 5)`` start impulses [N s] (warm start; zeroed on inactive contacts).
+        options: :class:`MoreauOptions`.
+    Returns:
+        ``(P (n_c, 5) [N s], iterations, change of the last sweep [N s], converged)``.
+    """
+    r = _r_factors(problem, options)
+    act = problem.active[:, None]
+    P0 = jnp.where(act, P0, 0.0)
+    prox = jax.vmap(lambda x, p, rr, g, mu, mv: _prox_contact(x, p, rr, g, mu, mv, options.friction_prox,
+                                                             options.ellipse_iterations))
+
+    def gamma_all(P):
+        return problem.b + problem.offset + jnp.einsum("aibj,bj->ai", problem.D, P)
+
+    if options.method == "jacobi":
+        def sweep(P):
+            g = gamma_all(P)
+            return jnp.where(act, prox(P - r * g, P, r, g, problem.mu, problem.mu_v), 0.0)
+    else:
+        def sweep(P):
+            def one(a, P):
+                g = problem.b[a] + problem.offset[a] + jnp.einsum("ibj,bj->i", problem.D[a], P)
+                new = _prox_contact(P[a] - r[a] * g, P[a], r[a], g, problem.mu[a], problem.mu_v[a],
+                                    options.friction_prox, options.ellipse_iterations)
+                return P.at[a].set(jnp.where(problem.active[a], new, 0.0))
+
+            return jax.lax.fori_loop(0, P.shape[0], one, P)
+
+    def tol(P):
+        return options.atol + options.rtol * jnp.sqrt(jnp.sum(P * P))
+
+    def cond(c):
+        k, P, err = c
+        return (k == 0) | ((k < options.max_iterations) & (err > tol(P)) & jnp.isfinite(err))
+
+    def body(c):
+        k, P, _ = c
+        P_new = sweep(P)
+        return k + 1, P_new, _change(P_new, P)
+
+    inf = jnp.asarray(jnp.inf, P0.dtype)
+    k, P, err = jax.lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), P0, inf))
+    converged = (err <= tol(P)) & jnp.all(jnp.isfinite(P))
+    return P, k, err, converged
+
+
+# ---- the model interface ---------------------------------------------------------------------------
+class MoreauState(eqx.Module):
+    """State of a Moreau model (a restart point).
+
+    Attributes:
+        q: coordinates (model-specific shape; rigid bodies ``(n_bodies, 7)``: position [m] and
+            scalar-first quaternion).
+        u: velocities (rigid bodies ``(n_bodies, 6)``: world velocity [m/s], body-frame angular
+            velocity [rad/s]).
+        impulses: ``(n_c, 5)`` warm-start store [N s] (each contact's impulses of the last step
+            it was active).
+    """
+
+    q: jax.Array
+    u: jax.Array
+    impulses: jax.Array
+
+
+class AbstractMoreauModel(eqx.Module):
+    """What :class:`MoreauStepper` asks of a model. ``q`` and ``u`` are arrays of model-chosen
+    shapes; ``u`` flattens to the ``n_dof`` generalised velocities the Jacobians act on.
+
+    ``stepper(scheme=None, solver=None, fallback=...)`` returns ``MoreauStepper(self)``.
+    """
+
+    options: eqx.AbstractVar[MoreauOptions]
+
+    def stepper(self, scheme=None, solver=None, *, fallback=False):
+        if scheme is not None and scheme != "moreau":
+            raise ValueError(f"{type(self).__name__} is integrated by Moreau time stepping: scheme must be None or "
+                             f"'moreau', got {scheme!r} (set options=MoreauOptions(...) on the model instead)")
+        if solver is not None:
+            raise ValueError(f"{type(self).__name__}: solver must be None (the contact solver is configured by "
+                             f"the model's options=MoreauOptions(...)), got {solver!r}")
+        return MoreauStepper(self)
+
+    @property
+    @abc.abstractmethod
+    def n_bilateral(self) -> int:
+        """Number of joint constraint rows ``n_J``."""
+
+    @abc.abstractmethod
+    def initial_state(self):
+        """The initial :class:`MoreauState`."""
+
+    @abc.abstractmethod
+    def advance(self, q, u, h):
+        """``q + h F(q) u`` (explicit, kinematic map at ``q``) for a time ``h`` [s]."""
+
+    @abc.abstractmethod
+    def correct(self, q, t):
+        """Constraint-violation correction of an end position at time ``t`` [s]."""
+
+    @abc.abstractmethod
+    def inverse_mass(self, q, X):
+        """``M^{-1} X`` for ``X`` ``(n_dof, k)``."""
+
+    @abc.abstractmethod
+    def smooth_forces(self, q, u, t):
+        """``(n_dof,)`` generalised smooth forces ``h`` (gravity, gyroscopic, applied, controllers)."""
+
+    @abc.abstractmethod
+    def bilateral(self, q, t):
+        """``(W_J (n_dof, n_J), dg_J/dt (n_J,), keep (n_J,))``: joint Jacobian, rheonomic rate and
+        a 0/1 mask of the independent rows."""
+
+    @abc.abstractmethod
+    def unilateral(self, q):
+        """``(gaps (n_c,) [m], W (n_dof, n_c, 5), mu (n_c, 2), mu_v (n_c,), restitution (n_c,))``."""
+
+    @abc.abstractmethod
+    def observe_state(self, q, u):
+        """Frame entries of a state: at least ``positions``."""
+
+
+class ContactTrajectory(Trajectory):
+    """:class:`~jaxrod.integrate.Trajectory` of a Moreau run. Extra fields, per saved frame (the
+    step that ended there; zeros in the initial frame): ``impulses`` ``(T, n_c, 5)`` contact
+    impulses ``(P_N, P_T1, P_T2, P_V1, P_V2)`` [N s] (divide by ``dt`` for mean forces),
+    ``joint_impulses`` ``(T, n_J)``, ``gaps`` ``(T, n_c)`` [m] at the end of the step, ``active``
+    ``(T, n_c)`` the contacts active in the step."""
+
+    impulses: jax.Array | None = None
+    joint_impulses: jax.Array | None = None
+    gaps: jax.Array | None = None
+    active: jax.Array | None = None
+
+
+class MoreauStepper(AbstractStepper):
+    """:class:`~jaxrod.integrate.base.AbstractStepper` of an :class:`AbstractMoreauModel`
+    (module docstring). Carry: ``(q, u, stored impulses, impulses of the step, joint impulses,
+    active)``; the stats are ``(converged, sweeps, 0, last change [N s], 0, 0)``."""
+
+    model: AbstractMoreauModel
+
+    def init(self, state, t0, dt):
+        nc = state.impulses.shape[0]
+        nj = self.model.n_bilateral
+        return (state.q, state.u, state.impulses, jnp.zeros_like(state.impulses),
+                jnp.zeros(nj, state.q.dtype), jnp.zeros(nc, bool))
+
+    def start_state(self, state0, t0, *, throw=True, progress=False):
+        return self.model.initial_state() if state0 is None else state0
+
+    def describe(self):
+        o = self.model.options
+        return f"{type(self.model).__name__}, Moreau midpoint, {o.method}"
+
+    def step(self, carry, t, dt):
+        m, o = self.model, self.model.options
+        qA, uA, store = carry[:3]
+        shape = uA.shape
+        u_a = jnp.ravel(uA)
+        qM = m.advance(qA, uA, 0.5 * dt)
+        tM = t + 0.5 * dt
+        gaps, W, mu, mu_v, e = m.unilateral(qM)
+        nd, nc = W.shape[0], W.shape[1]
+        active = gaps <= 0.0
+        W = W * active[None, :, None]
+        Wf = W.reshape(nd, nc * N_COMPONENTS)
+        h = jnp.ravel(m.smooth_forces(qM, uA, tM))
+        WJ, gt, keep = m.bilateral(qM, tM)
+        nj = WJ.shape[1]
+        u_free = u_a + m.inverse_mass(qM, (h * dt)[:, None])[:, 0]
+        B = m.inverse_mass(qM, Wf)
+        if nj:
+            A = m.inverse_mass(qM, WJ)
+            G = WJ.T @ A
+            G = keep[:, None] * keep[None, :] * G + jnp.diag(1.0 - keep)
+            cho = jsl.cho_factor(G)
+            Y = B - A @ jsl.cho_solve(cho, keep[:, None] * (WJ.T @ B))
+            rhs0 = keep * (WJ.T @ u_free + gt)
+            u0 = u_free - A @ jsl.cho_solve(cho, rhs0)
+        else:
+            Y, u0 = B, u_free
+        b = (Wf.T @ u0).reshape(nc, N_COMPONENTS)
+        D = (Wf.T @ Y).reshape(nc, N_COMPONENTS, nc, N_COMPONENTS)
+        gamma_A = (Wf.T @ u_a).reshape(nc, N_COMPONENTS)[:, 0]
+        e_eff = jnp.where(gamma_A < -o.restitution_velocity, e, 0.0)
+        offset = jnp.zeros((nc, N_COMPONENTS), u_a.dtype).at[:, 0].set(e_eff * gamma_A)
+        problem = ContactProblem(b, D, offset, active, mu, mu_v)
+        P, its, err, ok = solve_contact_problem(problem, store, o)
+        Pf = jnp.ravel(P)
+        u_e = u0 + Y @ Pf
+        if nj:
+            PJ = -jsl.cho_solve(cho, keep * (WJ.T @ u_free + gt + WJ.T @ (B @ Pf)))
+        else:
+            PJ = jnp.zeros((0,), u_a.dtype)
+        uE = u_e.reshape(shape)
+        qE = m.correct(m.advance(qM, uE, 0.5 * dt), t + dt)
+        store = jnp.where(active[:, None], P, store)
+        stats = (ok, its, jnp.asarray(0, jnp.int32), err, jnp.asarray(0.0), jnp.asarray(0, jnp.int32))
+        return (qE, uE, store, P, PJ, active), stats
+
+    def observe(self, carry):
+        q, u, _, P, PJ, active = carry
+        gaps = self.model.unilateral(q)[0]
+        return {"q": q, "v": u, **self.model.observe_state(q, u), "impulses": P, "joint_impulses": PJ,
+                "gaps": gaps, "active": active}
+
+    def final(self, carry):
+        q, u, store = carry[:3]
+        return MoreauState(q, u, store)
+
+    def trajectory(self, times, frames, stats, final, dt, valid):
+        return ContactTrajectory(
+            times=times, positions=frames["positions"], frames=frames.get("frames"), twist=None, q=frames["q"],
+            v=frames["v"], stats=stats, final=final, dt=dt, valid=valid, impulses=frames["impulses"],
+            joint_impulses=frames["joint_impulses"], gaps=frames["gaps"], active=frames["active"],
+        )

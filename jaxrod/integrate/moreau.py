@@ -196,8 +196,11 @@ def _prox_contact(x, P_old, r, gamma, mu, mu_v, friction_prox, ellipse_iteration
     pn = jnp.maximum(x[0], 0.0)
     if friction_prox == "euclidean":
         pt = prox_ellipse(x[1:3], mu * pn, ellipse_iterations)
-    else:  # S proj_disk(S^-1 P - r S gamma): the metric R = r S^2
-        z = jnp.where(mu > 0, P_old[1:3] / jnp.where(mu > 0, mu, 1.0), 0.0) - r[1] * mu * gamma[1:3]
+    else:  # S proj_disk(S^-1 P - r' S gamma): the metric R = r' S^2, r' = r_T / max(mu^2) so that
+        # the component of the larger coefficient takes the step r_T
+        m2 = jnp.max(mu * mu)
+        rs = r[1] / jnp.where(m2 > 0, m2, 1.0)
+        z = jnp.where(mu > 0, P_old[1:3] / jnp.where(mu > 0, mu, 1.0), 0.0) - rs * mu * gamma[1:3]
         pt = mu * prox_disk(z, pn)
     pv = prox_disk(x[3:5], mu_v * pn)
     return jnp.concatenate([pn[None], pt, pv])

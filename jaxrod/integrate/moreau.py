@@ -14,9 +14,13 @@ The scheme of Transeth, Leine, Glocker and Pettersen (IEEE T-RO 24(2), 2008, Sec
 4. the discrete equality of measures ``M (u_E - u_A) = h dt + W P + W_J P_J``, the joints on
    velocity level ``W_J^T u_E + dg_J/dt = 0`` and the contact laws in prox form on the end
    velocity (below), solved by a projected fixed-point iteration (a ``lax.while_loop``);
-5. end position ``q_E = q_M + dt/2 F(q_M) u_E``, then the constraint-violation correction
-   (:meth:`AbstractMoreauModel.correct`: normalised quaternions, joints projected back onto
-   ``g_J = 0``); velocities are not projected and unilateral penetration is not corrected (the paper).
+5. end position ``q_E = q_M + dt/2 F(q_M) u_E``, then the constraint-violation correction:
+   normalised quaternions, then the joints projected back onto ``g_J = 0`` by
+   ``projection_iterations`` Gauss-Newton steps ``dq = -M^{-1} W_J G^{-1} g_J(q_E)`` in the kinetic
+   metric, with the midpoint ``W_J`` and factor of ``G`` (a chord iteration: no new Jacobian). The
+   paper's own projection (link 1 fixed, orientations then translations along the chain) is
+   chain-specific; this one serves any joint graph. Velocities are not projected and unilateral
+   penetration is not corrected (the paper).
 
 Contact laws (per active contact ``a``; impulses ``P = (P_N, P_T1, P_T2, P_V1, P_V2)`` [N s], the
 last two a rolling-friction torque impulse divided by the sphere radius, as the paper's
@@ -47,20 +51,31 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
   oscillate when contacts share a body);
 * ``r_factors`` [``'scaled'``]: ``'absolute'`` uses ``r = (r_N, r_T, r_V)`` [kg] for every contact
   (the paper: ``(0.1, 0.01, 0.05)``, tuned for its 0.68 kg links); ``'scaled'`` uses
-  ``r_k = relaxation / D_kk`` per contact (the spec's note 5.5; the converged solution does not
-  depend on ``r``);
+  ``r_k = relaxation / D_kk`` per contact and per component (the spec's note 5.5). With unequal
+  ``r`` on the two tangential components the prox is taken in the metric ``R^{-1}``, ``R =
+  diag(r_T1, r_T2)`` (``-gamma in N_C(P) <=> P = prox^R_C(P - R gamma)`` for any SPD ``R``: the
+  same fixed point), which is the Euclidean projection of ``R^{-1/2}(P - R gamma)`` on the
+  ellipse of semi-axes ``mu P_N / sqrt(r)``, mapped back. Why per component: along a link of a
+  chain the contact moves the whole chain (``D_T1T1`` small), across it only the link, and one
+  ``r`` for both slowed the snake's first steps beyond 3000 sweeps;
 * ``friction_prox`` [``'euclidean'``]: the paper's Euclidean projection on the ellipse (a
   scalar Newton root, ``ellipse_iterations`` steps from a lower bound); ``'scaled'`` the
   closed form ``S proj_disk(S^{-1} P - r S gamma)``, ``S = diag(mu_along, mu_across)`` (the same
   fixed point, other iterates; spec note 8.3);
-* tolerance (93): stop when ``|dP_N| + |dP_T| + |dP_V| <= atol + rtol |P|`` [N s]
+* ``criterion`` [``'energy'``]: ``'impulses'`` is the paper's (93), stop when ``|dP_N| + |dP_T| +
+  |dP_V| <= atol + rtol |P|`` [N s]. ``'energy'`` stops when ``sqrt(dP^T D dP) <= atol + rtol
+  sqrt(P^T D P)`` (``dP^T D dP`` is twice the kinetic energy of the velocity change a sweep makes):
+  when there are more contact unknowns than free velocities (the snake: 22 contacts, 110 impulse
+  components, 26 degrees of freedom) the impulses are not unique and drift along the combinations
+  that move nothing, so (93) can stall for thousands of sweeps (measured on the snake's first
+  steps: over 1000 sweeps at ``rtol = 1e-6``) while the velocities have long converged.
   [``rtol = 1e-10``, ``atol = 1e-14``], at most ``max_iterations`` [1000] sweeps; a step that
   does not converge is reported (``converged`` False) and :func:`jaxrod.simulate` raises;
 * warm start [on]: an active contact starts from its impulses of the last step it was active
   (contacts never active: zero);
 * ``restitution_velocity`` [0 m/s]: approach speeds below it impact plastically (a resting
   contact with ``e > 0`` then does not chatter);
-* ``projection_iterations`` [2]: Gauss-Newton steps of the joint projection (0: none);
+* ``projection_iterations`` [2]: chord Gauss-Newton steps of the joint projection (0: none);
 * smooth forces at ``(q_M, u_A, t_M)`` (the paper's ``h_M = h(u_A)``; the evaluation point of
   ``tau_C`` is not stated: the same point is used);
 * active set: ``g_N(q_M) <= 0`` (the paper's "midpoint" test).
@@ -83,6 +98,7 @@ N_COMPONENTS = 5
 METHODS = ("gauss_seidel", "jacobi")
 R_FACTORS = ("scaled", "absolute")
 FRICTION_PROX = ("euclidean", "scaled")
+CRITERIA = ("energy", "impulses")
 
 
 def _static_choice(owner, name, value, allowed):
@@ -118,6 +134,7 @@ class MoreauOptions(eqx.Module):
         ellipse_iterations: Newton steps of the Euclidean ellipse projection (static).
         restitution_velocity: approach speed [m/s] below which impacts are plastic, >= 0.
         projection_iterations: Gauss-Newton steps projecting the joints after a step (static).
+        criterion: ``'energy'`` or ``'impulses'`` (the paper's (93)) (static; module docstring).
     """
 
     method: str = eqx.field(static=True, default="gauss_seidel")
@@ -131,12 +148,14 @@ class MoreauOptions(eqx.Module):
     ellipse_iterations: int = eqx.field(static=True, default=12)
     restitution_velocity: jax.Array = eqx.field(converter=lambda x: jnp.asarray(x, jnp.float64), default=0.0)
     projection_iterations: int = eqx.field(static=True, default=2)
+    criterion: str = eqx.field(static=True, default="energy")
 
     def __check_init__(self):
         o = "MoreauOptions"
         _static_choice(o, "method", self.method, METHODS)
         _static_choice(o, "r_factors", self.r_factors, R_FACTORS)
         _static_choice(o, "friction_prox", self.friction_prox, FRICTION_PROX)
+        _static_choice(o, "criterion", self.criterion, CRITERIA)
         if not isinstance(self.r, jax.core.Tracer):
             if self.r.shape != (3,) or not bool(jnp.all(self.r > 0)) or not bool(jnp.all(jnp.isfinite(self.r))):
                 raise ValueError(f"{o}.r must be 3 finite numbers > 0 (r_N, r_T, r_V) [kg], got {self.r.tolist()!r}")
@@ -195,14 +214,18 @@ def _prox_contact(x, P_old, r, gamma, mu, mu_v, friction_prox, ellipse_iteration
     """New impulses ``(5,)`` of one contact from ``x = P_old - r gamma`` (sets sized by the new ``P_N``)."""
     pn = jnp.maximum(x[0], 0.0)
     if friction_prox == "euclidean":
-        pt = prox_ellipse(x[1:3], mu * pn, ellipse_iterations)
+        # prox in the metric R^-1, R = diag(r_T1, r_T2): z = R^-1/2 y maps the ellipse to the
+        # ellipse of semi-axes a / sqrt(r) (the Euclidean projection when r_T1 = r_T2)
+        sq = jnp.sqrt(r[1:3])
+        pt = sq * prox_ellipse(x[1:3] / sq, mu * pn / sq, ellipse_iterations)
     else:  # S proj_disk(S^-1 P - r' S gamma): the metric R = r' S^2, r' = r_T / max(mu^2) so that
         # the component of the larger coefficient takes the step r_T
         m2 = jnp.max(mu * mu)
         rs = r[1] / jnp.where(m2 > 0, m2, 1.0)
         z = jnp.where(mu > 0, P_old[1:3] / jnp.where(mu > 0, mu, 1.0), 0.0) - rs * mu * gamma[1:3]
         pt = mu * prox_disk(z, pn)
-    pv = prox_disk(x[3:5], mu_v * pn)
+    sv = jnp.sqrt(r[3:5])
+    pv = sv * prox_ellipse(x[3:5] / sv, mu_v * pn / sv, ellipse_iterations)
     return jnp.concatenate([pn[None], pt, pv])
 
 
@@ -224,11 +247,7 @@ def _r_factors(problem, options):
         r = options.r
         return jnp.broadcast_to(jnp.stack([r[0], r[1], r[1], r[2], r[2]]), (nc, N_COMPONENTS))
     diag = jnp.einsum("aiai->ai", problem.D)
-    tiny = 1e-300
-    rn = options.relaxation / jnp.maximum(diag[:, 0], tiny)
-    rt = options.relaxation / jnp.maximum(jnp.maximum(diag[:, 1], diag[:, 2]), tiny)
-    rv = options.relaxation / jnp.maximum(jnp.maximum(diag[:, 3], diag[:, 4]), tiny)
-    return jnp.stack([rn, rt, rt, rv, rv], axis=-1)
+    return options.relaxation / jnp.maximum(diag, 1e-300)
 
 
 def _change(P_new, P):
@@ -245,7 +264,8 @@ def solve_contact_problem(problem: ContactProblem, P0, options: MoreauOptions):
         P0: ``(n_c, 5)`` start impulses [N s] (warm start; zeroed on inactive contacts).
         options: :class:`MoreauOptions`.
     Returns:
-        ``(P (n_c, 5) [N s], iterations, change of the last sweep [N s], converged)``.
+        ``(P (n_c, 5) [N s], iterations, change of the last sweep, converged)``; the change in
+        [N s] (``'impulses'``) or [sqrt(kg) m/s] (``'energy'``).
     """
     r = _r_factors(problem, options)
     act = problem.active[:, None]
@@ -270,8 +290,22 @@ def solve_contact_problem(problem: ContactProblem, P0, options: MoreauOptions):
 
             return jax.lax.fori_loop(0, P.shape[0], one, P)
 
-    def tol(P):
-        return options.atol + options.rtol * jnp.sqrt(jnp.sum(P * P))
+    if options.criterion == "energy":
+        # sqrt(dP^T D dP): twice the kinetic energy of the velocity change, blind to the impulse
+        # combinations that move nothing (redundant contacts on a mechanism)
+        def size(dP):
+            return jnp.sqrt(jnp.maximum(jnp.einsum("ai,aibj,bj->", dP, problem.D, dP), 0.0) + 1e-300)
+
+        def tol(P):
+            return options.atol + options.rtol * size(P)
+
+        def change(P_new, P):
+            return size(P_new - P)
+    else:
+        def tol(P):
+            return options.atol + options.rtol * jnp.sqrt(jnp.sum(P * P))
+
+        change = _change
 
     def cond(c):
         k, P, err = c
@@ -280,7 +314,7 @@ def solve_contact_problem(problem: ContactProblem, P0, options: MoreauOptions):
     def body(c):
         k, P, _ = c
         P_new = sweep(P)
-        return k + 1, P_new, _change(P_new, P)
+        return k + 1, P_new, change(P_new, P)
 
     inf = jnp.asarray(jnp.inf, P0.dtype)
     k, P, err = jax.lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), P0, inf))
@@ -338,8 +372,16 @@ class AbstractMoreauModel(eqx.Module):
         """``q + h F(q) u`` (explicit, kinematic map at ``q``) for a time ``h`` [s]."""
 
     @abc.abstractmethod
-    def correct(self, q, t):
-        """Constraint-violation correction of an end position at time ``t`` [s]."""
+    def normalize(self, q):
+        """``q`` with its redundant coordinates made consistent again (unit quaternions)."""
+
+    @abc.abstractmethod
+    def constraint_values(self, q, t):
+        """``(n_J,)`` joint constraint values ``g_J(q, t)``."""
+
+    @abc.abstractmethod
+    def displace(self, q, du):
+        """``q`` moved by the velocity-shaped increment ``du`` (a unit-time motion)."""
 
     @abc.abstractmethod
     def inverse_mass(self, q, X):
@@ -437,7 +479,15 @@ class MoreauStepper(AbstractStepper):
         else:
             PJ = jnp.zeros((0,), u_a.dtype)
         uE = u_e.reshape(shape)
-        qE = m.correct(m.advance(qM, uE, 0.5 * dt), t + dt)
+        qE = m.normalize(m.advance(qM, uE, 0.5 * dt))
+        if nj and o.projection_iterations:
+            # joint projection, chord Gauss-Newton with the step's midpoint Jacobian and factor:
+            # dq = -M^-1 W_J G^-1 g_J(q_E) (the smallest move in the kinetic metric)
+            def project(_, q):
+                g = m.constraint_values(q, t + dt)
+                return m.displace(q, (-(A @ jsl.cho_solve(cho, keep * g))).reshape(shape))
+
+            qE = jax.lax.fori_loop(0, o.projection_iterations, project, qE)
         store = jnp.where(active[:, None], P, store)
         stats = (ok, its, jnp.asarray(0, jnp.int32), err, jnp.asarray(0.0), jnp.asarray(0, jnp.int32))
         return (qE, uE, store, P, PJ, active), stats

@@ -265,30 +265,19 @@ class ContactSystem(AbstractMoreauModel):
         gt = jax.jvp(lambda tt: g(z, tt), (jnp.asarray(t, x.dtype),), (jnp.ones((), x.dtype),))[1]
         return J, gt
 
-    def correct(self, q, t):
-        """Normalised quaternions, then ``projection_iterations`` mass-weighted Gauss-Newton steps
-        onto ``g_J = 0`` (``dq = -M^{-1} W_J G^{-1} g_J``: the smallest kinetic-metric move). The
-        paper's own projection (link 1 fixed, chain-specific) is replaced by this general one."""
+    def normalize(self, q):
         x, quat = self._split(q)
-        quat = quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
-        if self.n_bilateral == 0 or self.options.projection_iterations == 0:
-            return jnp.concatenate([x, quat], axis=-1)
-        keep = self.system._kept_rows()
-        nb = self.n_bodies
+        return jnp.concatenate([x, quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)], axis=-1)
 
-        def one(_, c):
-            x, quat = c
-            R = quat_to_rotation(quat)
-            J, _ = self._jacobian(x, R, t)
-            g = self.system.constraints(x, R, t)
-            A = self.inverse_mass(None, J.T)
-            G = keep[:, None] * keep[None, :] * (J @ A) + jnp.diag(1.0 - keep)
-            d = -(A @ jnp.linalg.solve(G, keep * g)).reshape(nb, 6)
-            quat = quat_multiply(quat, quat_from_axis_angle(d[:, 3:]))
-            return x + d[:, :3], quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+    def constraint_values(self, q, t):
+        x, quat = self._split(q)
+        return self.system.constraints(x, quat_to_rotation(quat), t)
 
-        x, quat = jax.lax.fori_loop(0, self.options.projection_iterations, one, (x, quat))
-        return jnp.concatenate([x, quat], axis=-1)
+    def displace(self, q, du):
+        """``x + du[:, :3]``, ``quat (x) exp(du[:, 3:])`` (a body-frame rotation vector), unit."""
+        x, quat = self._split(q)
+        quat = quat_multiply(quat, quat_from_axis_angle(du[:, 3:]))
+        return jnp.concatenate([x + du[:, :3], quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)], axis=-1)
 
     def inverse_mass(self, q, X):
         nb = self.n_bodies

@@ -37,7 +37,7 @@ def box(velocity, mu_along, mu_across, m=1.0, a=0.1, c=0.05, rs=0.01):
                   position=(0, 0, z), velocity=velocity)
     sph = [SphereContact("box", (sx * a, sy * a, rs - 1e-9), rs, mu_along=mu_along, mu_across=mu_across)
            for sx in (-1, 1) for sy in (-1, 1)]
-    return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)), sph)
+    return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)), sph, options=MoreauOptions(rtol=1e-12))
 
 
 # ---- a ball --------------------------------------------------------------------------------------
@@ -186,8 +186,9 @@ def test_contact_solver_satisfies_the_laws_for_every_method():
     and Gauss-Seidel, the paper's Jacobi with absolute r, and the scaled friction prox agree."""
     prob = _random_problem(0)
     sols = []
-    for opts in (MoreauOptions(), MoreauOptions(friction_prox="scaled"),
-                 MoreauOptions(method="jacobi", r_factors="absolute", r=(0.05, 0.05, 0.05), max_iterations=20000)):
+    for opts in (MoreauOptions(rtol=1e-12), MoreauOptions(friction_prox="scaled", rtol=1e-12),
+                 MoreauOptions(method="jacobi", r_factors="absolute", r=(0.05, 0.05, 0.05), max_iterations=20000,
+                               criterion="impulses", rtol=1e-12)):
         P, its, err, ok = eqx.filter_jit(solve_contact_problem)(prob, jnp.zeros((3, 5)), opts)
         assert bool(ok), (opts, int(its), float(err))
         sols.append(np.asarray(P))

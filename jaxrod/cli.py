@@ -248,6 +248,8 @@ def _scheme_name(scheme):
 
     if isinstance(scheme, DifferenceFormula):
         return scheme.describe()
+    if scheme is None:
+        return "the model's own"
     return type(scheme).__name__
 
 

@@ -23,10 +23,16 @@ G = 9.81
 DT = 1e-3
 
 
-def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1):
-    b = RigidBody("ball", m, np.full(3, 0.4 * m * r * r), position=position, velocity=velocity)
+def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1, mu_v=0.0, wall_x=100.0,
+         angular_velocity=(0.0, 0.0, 0.0)):
+    """A solid ball on the ground z = 0 with a wall x = wall_x (normal -x; far away by default):
+    contact 0 the ground, contact 1 the wall."""
+    b = RigidBody("ball", m, np.full(3, 0.4 * m * r * r), position=position, velocity=velocity,
+                  angular_velocity=angular_velocity)
     return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)),
-                         SphereContact("ball", position, r, mu=mu, restitution=e))
+                         SphereContact("ball", position, r, mu=mu, restitution=e, rolling_friction=mu_v),
+                         planes=[Plane(), Plane((wall_x, 0.0, 0.0), (-1.0, 0.0, 0.0))],
+                         options=MoreauOptions(rtol=1e-12))
 
 
 def box(velocity, mu_along, mu_across, m=1.0, a=0.1, c=0.05, rs=0.01):
@@ -88,6 +94,41 @@ def test_dropped_ball_impact_restitution(e):
         assert abs(apex - e * e * h) < 0.03 * e * e * h
         vz_after = float(tr.v[k, 0, 2])
         assert abs(vz_after - e * v_impact) < 0.02 * e * v_impact
+
+
+def test_ball_rebounds_from_a_wall_with_newtons_law():
+    """Frictionless ball sliding into the wall x = 0.5 at 2 m/s with e = 0.5: it leaves at -1 m/s
+    (Newton's law is exact for a velocity not changed by other forces), the ground keeps
+    carrying m g dt, and the wall's impulse is m (1 + e) v0 in that one step."""
+    m, r, v0, e = 2.0, 0.1, 2.0, 0.5
+    tr = jaxrod.simulate(ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=0.0, e=e, m=m, r=r, wall_x=0.5), dt=DT, n_steps=400)
+    vx = np.asarray(tr.v[:, 0, 0])
+    hit = np.flatnonzero(np.asarray(tr.impulses[:, 1, 0]) > 0)
+    assert hit.size == 1  # one impact step
+    np.testing.assert_allclose(vx[: hit[0]], v0, rtol=1e-14)
+    np.testing.assert_allclose(vx[hit[0]:], -e * v0, rtol=1e-12)
+    np.testing.assert_allclose(float(tr.impulses[hit[0], 1, 0]), m * (1 + e) * v0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tr.impulses[1:, 0, 0]), m * G * DT, rtol=1e-12)
+    assert float(tr.gaps[hit[0], 1]) > -v0 * DT
+
+
+def test_rolling_friction_decelerates_a_rolling_ball_at_five_sevenths_mu_v_g():
+    """A ball rolling without slip (v0 = omega r) with rolling friction mu_V (paper eqs. 33-37,
+    59-60: a torque impulse up to mu_V P_N r): rolling is kept (the needed Coulomb force
+    5/7 mu_V m g is below mu m g), so v' = -5/7 mu_V g (closed form for I = 2/5 m r^2) until it
+    stops, at v0^2 / (2 a), and stays."""
+    v0, r, mu_v = 0.5, 0.1, 0.05
+    a = 5.0 / 7.0 * mu_v * G
+    ts = v0 / a  # 1.43 s
+    tr = jaxrod.simulate(ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=0.3, r=r, mu_v=mu_v, angular_velocity=(0.0, v0 / r, 0.0)),
+                         dt=DT, n_steps=10 * (int(ts / DT) // 10 + 5), save_every=10)
+    t = np.asarray(tr.times)
+    v, w = np.asarray(tr.v[:, 0, 0]), np.asarray(tr.v[:, 0, 4])
+    rolling = t < ts - DT
+    np.testing.assert_allclose(v[rolling], v0 - a * t[rolling], atol=1e-12)
+    np.testing.assert_allclose(w[rolling] * r, v[rolling], atol=1e-12)  # no slip
+    assert abs(float(tr.positions[-1, 0, 0]) - v0 * v0 / (2 * a)) < v0 * DT
+    assert np.max(np.abs(np.asarray(tr.v[-3:, 0]))) < 1e-12
 
 
 # ---- a box ---------------------------------------------------------------------------------------

@@ -17,21 +17,22 @@ import pytest
 import jaxrod
 from jaxrod.integrate.moreau import ContactProblem, MoreauOptions, prox_ellipse, solve_contact_problem
 from jaxrod.system import MultibodySystem, Revolute, RigidBody
-from jaxrod.system.contact import ContactSystem, Plane, SphereContact
+from jaxrod.system.contact import Box, ContactSystem, Plane, SphereContact
 
 G = 9.81
 DT = 1e-3
 
 
 def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1, mu_v=0.0, wall_x=100.0,
-         angular_velocity=(0.0, 0.0, 0.0)):
-    """A solid ball on the ground z = 0 with a wall x = wall_x (normal -x; far away by default):
-    contact 0 the ground, contact 1 the wall."""
+         angular_velocity=(0.0, 0.0, 0.0), box_centre=(-100.0, 0.0, 0.1)):
+    """A solid ball on the ground z = 0 with a wall x = wall_x (normal -x) and a box 0.4 x 0.4 x
+    0.2 m at box_centre (both far away by default): contact 0 the ground, 1 the wall, 2 the box."""
     b = RigidBody("ball", m, np.full(3, 0.4 * m * r * r), position=position, velocity=velocity,
                   angular_velocity=angular_velocity)
     return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)),
                          SphereContact("ball", position, r, mu=mu, restitution=e, rolling_friction=mu_v),
                          planes=[Plane(), Plane((wall_x, 0.0, 0.0), (-1.0, 0.0, 0.0))],
+                         boxes=[Box(box_centre, (0.2, 0.2, 0.1))],
                          options=MoreauOptions(rtol=1e-12))
 
 
@@ -75,6 +76,27 @@ def test_sliding_ball_decelerates_at_mu_g_then_rolls_at_five_sevenths():
     assert np.max(np.abs(np.asarray(tr.impulses[after, 0, 1:]))) < 1e-14  # rolling: no friction
 
 
+def test_simulate_under_jit_and_vmap_over_friction():
+    """The Moreau stepper is pure JAX: jax.jit(jax.vmap(...)) over the friction coefficient of
+    the slide-to-roll ball gives, for each mu, the closed-form position at t = 0.15 s (sliding
+    at mu g until t* = 2 v0 / (7 mu g), then rolling at 5/7 v0)."""
+    v0, r, T = 1.0, 0.1, 0.15
+
+    @jax.jit
+    def run(mus):
+        def one(mu):
+            tr = jaxrod.simulate(ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=mu, r=r), dt=DT, n_steps=150, save_every=150)
+            return tr.positions[-1, 0, 0], tr.v[-1, 0, 0]
+        return jax.vmap(one)(mus)
+
+    mus = np.array([0.2, 0.3, 0.5])
+    x, v = (np.asarray(a) for a in run(jnp.asarray(mus)))
+    ts = 2 * v0 / (7 * mus * G)
+    exact = v0 * ts - 0.5 * mus * G * ts**2 + 5 / 7 * v0 * (T - ts)
+    assert np.all(np.abs(x - exact) < v0 * DT)
+    np.testing.assert_allclose(v, 5 / 7 * v0, rtol=1e-12)
+
+
 @pytest.mark.parametrize("e", [0.0, 0.5])
 def test_dropped_ball_impact_restitution(e):
     """Dropped from a gap h: contact at t = sqrt(2 h / g) (to one step); e = 0 stops it at
@@ -110,6 +132,33 @@ def test_ball_rebounds_from_a_wall_with_newtons_law():
     np.testing.assert_allclose(float(tr.impulses[hit[0], 1, 0]), m * (1 + e) * v0, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(tr.impulses[1:, 0, 0]), m * G * DT, rtol=1e-12)
     assert float(tr.gaps[hit[0], 1]) > -v0 * DT
+
+
+def test_ball_dropped_on_a_box_rests_on_its_top():
+    """Dropped 0.1 m above the top face of a box (top at z = 0.2 m): it lands at t = sqrt(2 h / g)
+    and rests on the box (the box carries m g dt per step, the ground nothing), centre at 0.2 + r."""
+    m, r, h = 2.0, 0.1, 0.1
+    tr = jaxrod.simulate(ball((0.05, 0.0, 0.2 + r + h), m=m, r=r, box_centre=(0.0, 0.0, 0.1)), dt=DT, n_steps=300)
+    k = int(np.argmax(np.asarray(tr.active[:, 2])))
+    assert abs(k * DT - np.sqrt(2 * h / G)) <= 1.5 * DT
+    np.testing.assert_allclose(np.asarray(tr.impulses[k + 1:, 2, 0]), m * G * DT, rtol=1e-12)
+    assert np.all(np.asarray(tr.impulses[:, 0, 0]) == 0.0)
+    z = np.asarray(tr.positions[k:, 0, 2])
+    assert np.all(np.abs(z - (0.2 + r)) < np.sqrt(2 * G * h) * DT)
+    np.testing.assert_allclose(np.asarray(tr.positions[k:, 0, :2]), [[0.05, 0.0]] * (len(z)), atol=1e-12)
+
+
+def test_ball_rebounds_from_a_box_side_face():
+    """Frictionless ball sliding on the ground into the side face x = 0.3 of a box with e = 0.5:
+    it leaves at -e v0 (the box normal there is -x; the ball centre is below the box top)."""
+    m, r, v0, e = 2.0, 0.1, 2.0, 0.5
+    tr = jaxrod.simulate(ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=0.0, e=e, m=m, r=r, box_centre=(0.5, 0.0, 0.1)),
+                         dt=DT, n_steps=300)
+    hit = np.flatnonzero(np.asarray(tr.impulses[:, 2, 0]) > 0)
+    assert hit.size == 1
+    np.testing.assert_allclose(np.asarray(tr.v[hit[0]:, 0, 0]), -e * v0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tr.v[hit[0]:, 0, 1:3]), 0.0, atol=1e-12)
+    assert abs(float(tr.positions[hit[0], 0, 0]) - (0.3 - r)) < v0 * DT
 
 
 def test_rolling_friction_decelerates_a_rolling_ball_at_five_sevenths_mu_v_g():
@@ -283,6 +332,8 @@ def test_bad_input_is_refused_naming_the_parameter():
         (lambda: Plane(normal=(0, 0, 0)), "Plane.normal must be a finite non-zero 3-vector"),
         (lambda: ContactSystem(sys, SphereContact("c", (0, 0, 0), 0.1)), "spheres[0].body = 'c' names no body"),
         (lambda: ContactSystem(sys, []), "at least one SphereContact"),
+        (lambda: Box((0, 0, 0), (0.1, -0.1, 0.1)), "Box.half_extents must be 3 numbers > 0"),
+        (lambda: ContactSystem(sys, SphereContact("b", (0, 0, 0), 0.1), planes=()), "at least one obstacle"),
         (lambda: MoreauOptions(method="newton"), "MoreauOptions.method must be one of ['gauss_seidel', 'jacobi']"),
         (lambda: MoreauOptions(relaxation=2.5), "MoreauOptions.relaxation must be a finite number > 0 and <= 2"),
         (lambda: MoreauOptions(r=(0.1, -1, 0.1)), "MoreauOptions.r must be 3 finite numbers > 0"),

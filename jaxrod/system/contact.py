@@ -1,11 +1,12 @@
-"""Set-valued (non-smooth) contact of rigid bodies: spheres on planes, with Signorini normal
+"""Set-valued (non-smooth) contact of rigid bodies: spheres on planes and boxes, with Signorini normal
 contact, spatial anisotropic Coulomb friction, rolling friction and Newton impacts, integrated by
 Moreau midpoint time stepping (:class:`~jaxrod.integrate.moreau.MoreauStepper`).
 
 A :class:`ContactSystem` wraps a :class:`~jaxrod.system.MultibodySystem` (its bodies, joints,
 gravity, loads, springs, dampers and force elements: everything that makes its smooth forces and
 its bilateral constraints) and adds body-fixed contact spheres (:class:`SphereContact`) that may
-touch planes (:class:`Plane`, default the ground ``z = 0``). ``jaxrod.simulate(ContactSystem(...),
+touch fixed obstacles: planes (:class:`Plane`, default the ground ``z = 0``) and boxes
+(:class:`Box`). ``jaxrod.simulate(ContactSystem(...),
 dt=..., n_steps=...)`` runs it and returns a :class:`~jaxrod.integrate.moreau.ContactTrajectory`.
 
 Coordinates (the paper's non-minimal absolute coordinates, Transeth et al. 2008, eqs. 4-8):
@@ -25,10 +26,13 @@ of the BODY-FIXED point coinciding with ``C`` (the paper's remark after eq. 15):
 projection on the plane of the sphere's body-fixed principal ``direction`` (the paper's ``e_x^Pi``,
 the horizontal projection of the link axis), ``t2 = n x t1`` (if the direction is normal to the
 plane, any tangent). Rolling velocity ``gamma_V,k = t_k . (r n x omega_world)`` (paper eq. 33).
-Every sphere may touch every plane (``n_c = n_spheres * n_planes`` contacts, index
-``sphere * n_planes + plane``).
+Boxes: the normal ``n`` is the direction from the closest point of the box to the sphere centre
+and the gap that distance minus ``r`` (inside the box: the nearest face, negative gap); the normal
+turns continuously round edges and corners. Every sphere may touch every obstacle: contacts are
+numbered planes first (``sphere * n_planes + plane``), then boxes (``n_spheres * n_planes + sphere *
+n_boxes + box``); :meth:`ContactSystem.contact_index` does the arithmetic.
 
-What is not here: sphere-sphere and body-body contact, boxes and other obstacle shapes, position
+What is not here: sphere-sphere and body-body contact, moving obstacles, other shapes, position
 correction of penetration (as the paper), and gradients through the contact solve (the
 ``while_loop`` is forward-only; ``jax.jvp`` works, ``jax.grad`` does not).
 """
@@ -92,6 +96,56 @@ class Plane(eqx.Module):
         self.normal = n / jnp.linalg.norm(n)
 
 
+class Box(eqx.Module):
+    """A fixed box obstacle (solid).
+
+    Attributes:
+        centre: ``(3,)`` box centre, world frame [m].
+        half_extents: ``(3,)`` half side lengths along the box axes [m], each > 0.
+        orientation: ``(4,)`` scalar-first quaternion of the box axes (box -> world; default the
+            world axes); any non-zero quaternion, stored unit.
+    """
+
+    centre: jax.Array
+    half_extents: jax.Array
+    orientation: jax.Array
+
+    def __init__(self, centre, half_extents, orientation=(1.0, 0.0, 0.0, 0.0)):
+        self.centre = _vector("Box", "centre", centre, "m")
+        h = _vector("Box", "half_extents", half_extents, "m")
+        if not isinstance(h, jax.core.Tracer) and not bool(jnp.all(h > 0)):
+            raise ValueError(f"Box.half_extents must be 3 numbers > 0 [m], got {np.asarray(half_extents).tolist()!r}")
+        self.half_extents = h
+        o = np.asarray(orientation, float) if not isinstance(orientation, jax.core.Tracer) else None
+        if o is not None and (o.shape != (4,) or not np.all(np.isfinite(o)) or np.linalg.norm(o) < 1e-12):
+            raise ValueError(f"Box.orientation must be a finite non-zero quaternion (w, x, y, z), got "
+                             f"{np.asarray(orientation).tolist()!r}")
+        q = _f64(orientation)
+        self.orientation = q / jnp.linalg.norm(q)
+
+
+def _plane_geometry(c, r, point, normal):
+    """``(gap [m], unit normal)`` of a sphere (centre ``c``, radius ``r``) and a plane."""
+    return normal @ (c - point) - r, normal
+
+
+def _box_geometry(c, r, centre, half, quat):
+    """``(gap [m], unit normal)`` of a sphere and a box: from the closest point of the box (the
+    nearest face when the centre is inside)."""
+    R = quat_to_rotation(quat)
+    p = R.T @ (c - centre)
+    q = jnp.clip(p, -half, half)
+    d = p - q
+    dist = jnp.sqrt(jnp.sum(d * d) + 1e-300)
+    depth = half - jnp.abs(p)  # inside: distance to each face
+    k = jnp.argmin(depth)
+    face = jnp.where(jnp.arange(3) == k, jnp.where(p[k] >= 0, 1.0, -1.0), 0.0)
+    inside = jnp.all(jnp.abs(p) <= half)
+    n_box = jnp.where(inside, face, d / dist)
+    gap = jnp.where(inside, -depth[k], dist) - r
+    return gap, R @ n_box
+
+
 class SphereContact(eqx.Module):
     """A contact sphere fixed to a body, with its friction and impact parameters.
 
@@ -147,7 +201,9 @@ class ContactSystem(AbstractMoreauModel):
     Arguments:
         system: the :class:`~jaxrod.system.MultibodySystem` (bodies, joints, gravity, forces).
         spheres: one or more :class:`SphereContact`.
-        planes: one or more :class:`Plane` (default the ground ``z = 0``, normal ``+z``).
+        planes: one or more :class:`Plane` (default the ground ``z = 0``, normal ``+z``; ``()``
+            for none).
+        boxes: :class:`Box` obstacles (default none).
         controller: ``None`` or a callable ``(x (n_bodies, 3), R (n_bodies, 3, 3), v (n_bodies,
             3), omega (n_bodies, 3), t) -> (forces (n_bodies, 3) [N] world frame at the centres of
             mass, torques (n_bodies, 3) [N m] BODY frame)``, added to the smooth forces (evaluated
@@ -171,18 +227,25 @@ class ContactSystem(AbstractMoreauModel):
     restitution: jax.Array
     plane_point: jax.Array
     plane_normal: jax.Array
+    box_centre: jax.Array
+    box_half: jax.Array
+    box_quat: jax.Array
     controller: Callable | None
     options: MoreauOptions
 
-    def __init__(self, system, spheres, planes=None, controller=None, options=None):
+    def __init__(self, system, spheres, planes=None, controller=None, options=None, boxes=()):
         if not isinstance(system, MultibodySystem):
             raise ValueError(f"ContactSystem.system must be a MultibodySystem, got {type(system).__name__}")
         spheres = one_or_many(spheres)
         planes = (Plane(),) if planes is None else one_or_many(planes)
         if not spheres:
             raise ValueError("ContactSystem.spheres must contain at least one SphereContact, got none")
-        if not planes:
-            raise ValueError("ContactSystem.planes must contain at least one Plane, got none")
+        boxes = one_or_many(boxes)
+        if not planes and not boxes:
+            raise ValueError("ContactSystem needs at least one obstacle (planes or boxes), got none")
+        for k, bx in enumerate(boxes):
+            if not isinstance(bx, Box):
+                raise ValueError(f"ContactSystem.boxes[{k}] must be a Box, got {type(bx).__name__}")
         for k, s in enumerate(spheres):
             if not isinstance(s, SphereContact):
                 raise ValueError(f"ContactSystem.spheres[{k}] must be a SphereContact, got {type(s).__name__}")
@@ -214,8 +277,11 @@ class ContactSystem(AbstractMoreauModel):
         self.mu = jnp.stack([jnp.stack([s.mu_along, s.mu_across]) for s in spheres])
         self.mu_v = jnp.stack([s.rolling_friction for s in spheres])
         self.restitution = jnp.stack([s.restitution for s in spheres])
-        self.plane_point = jnp.stack([p.point for p in planes])
-        self.plane_normal = jnp.stack([p.normal for p in planes])
+        self.plane_point = jnp.stack([p.point for p in planes]) if planes else jnp.zeros((0, 3))
+        self.plane_normal = jnp.stack([p.normal for p in planes]) if planes else jnp.zeros((0, 3))
+        self.box_centre = jnp.stack([b.centre for b in boxes]) if boxes else jnp.zeros((0, 3))
+        self.box_half = jnp.stack([b.half_extents for b in boxes]) if boxes else jnp.zeros((0, 3))
+        self.box_quat = jnp.stack([b.orientation for b in boxes]) if boxes else jnp.zeros((0, 4))
         self.controller = controller
         self.options = options
 
@@ -226,16 +292,23 @@ class ContactSystem(AbstractMoreauModel):
 
     @property
     def n_contacts(self) -> int:
-        """``n_spheres * n_planes``."""
-        return len(self.sphere_body) * self.plane_point.shape[0]
+        """``n_spheres * (n_planes + n_boxes)``."""
+        return len(self.sphere_body) * (self.plane_point.shape[0] + self.box_centre.shape[0])
 
     @property
     def n_bilateral(self) -> int:
         return self.system.n_constraints
 
-    def contact_index(self, sphere: int, plane: int = 0) -> int:
-        """Index of the contact of sphere ``sphere`` with plane ``plane`` in ``impulses``/``gaps``."""
-        return sphere * self.plane_point.shape[0] + plane
+    def contact_index(self, sphere: int, obstacle: int = 0) -> int:
+        """Index in ``impulses``/``gaps`` of the contact of sphere ``sphere`` with obstacle
+        ``obstacle`` (planes numbered first, then boxes)."""
+        npl, nbx, ns = self.plane_point.shape[0], self.box_centre.shape[0], len(self.sphere_body)
+        if not 0 <= sphere < ns or not 0 <= obstacle < npl + nbx:
+            raise ValueError(f"contact_index: sphere must be in [0, {ns}) and obstacle in [0, {npl + nbx}), "
+                             f"got {sphere}, {obstacle}")
+        if obstacle < npl:
+            return sphere * npl + obstacle
+        return ns * npl + sphere * nbx + obstacle - npl
 
     # ---- state --------------------------------------------------------------------------------------
     def initial_state(self):
@@ -309,21 +382,36 @@ class ContactSystem(AbstractMoreauModel):
         J, gt = self._jacobian(x, quat_to_rotation(quat), t)
         return J.T, gt, self.system._kept_rows()
 
+    def _pairs(self):
+        """Static index arrays of the contacts: ``(body, sphere, obstacle)`` per contact, for
+        the planes and for the boxes."""
+        ns, npl, nbx = len(self.sphere_body), self.plane_point.shape[0], self.box_centre.shape[0]
+        body = np.asarray(self.sphere_body, int)
+        out = []
+        for n_obs in (npl, nbx):
+            si = np.repeat(np.arange(ns), n_obs)
+            out.append((body[si], si, np.tile(np.arange(n_obs), ns)))
+        return out
+
     def unilateral(self, q):
         x, quat = self._split(q)
         R = quat_to_rotation(quat)
-        npl = self.plane_point.shape[0]
-        bi = np.repeat(np.asarray(self.sphere_body, int), npl)
-        si = np.repeat(np.arange(len(self.sphere_body)), npl)
-        pi = np.tile(np.arange(npl), len(self.sphere_body))
+        (pb, ps, pp), (bb, bs, bo) = self._pairs()
+        centres = x[np.asarray(self.sphere_body, int)] + jnp.einsum(
+            "sij,sj->si", R[np.asarray(self.sphere_body, int)], self.sphere_centre)
+        gp, npn = jax.vmap(_plane_geometry)(centres[ps], self.radius[ps], self.plane_point[pp], self.plane_normal[pp])
+        gb, nbn = jax.vmap(_box_geometry)(centres[bs], self.radius[bs], self.box_centre[bo], self.box_half[bo],
+                                          self.box_quat[bo])
+        bi = np.concatenate([pb, bb])
+        si = np.concatenate([ps, bs])
+        gaps = jnp.concatenate([gp, gb])
+        normals = jnp.concatenate([npn, nbn])
 
-        def one(xb, Rb, s, d, r, p0, n):
-            c = xb + Rb @ s
-            gap = n @ (c - p0) - r
+        def one(xb, Rb, c, d, r, n):
             rho = c - r * n - xb
             dw = Rb @ d
             dt = dw - (dw @ n) * n
-            # fallback tangent when the principal direction is normal to the plane
+            # fallback tangent when the principal direction is normal to the obstacle
             alt = jnp.cross(n, jnp.eye(3, dtype=n.dtype)[jnp.argmin(jnp.abs(n))])
             ndt = jnp.linalg.norm(dt)
             t1 = jnp.where(ndt > 1e-9, dt / jnp.where(ndt > 1e-9, ndt, 1.0), alt / jnp.linalg.norm(alt))
@@ -333,10 +421,9 @@ class ContactSystem(AbstractMoreauModel):
             roll = Rb.T @ jnp.cross(r * jnp.stack([t1, t2], axis=1), n[:, None], axis=0)  # R^T (r t_k x n)
             top = jnp.concatenate([cols_v, jnp.zeros((3, 2), n.dtype)], axis=1)
             bottom = jnp.concatenate([ang, roll], axis=1)
-            return gap, jnp.concatenate([top, bottom], axis=0)  # (6, 5)
+            return jnp.concatenate([top, bottom], axis=0)  # (6, 5)
 
-        gaps, W6 = jax.vmap(one)(x[bi], R[bi], self.sphere_centre[si], self.sphere_direction[si], self.radius[si],
-                                 self.plane_point[pi], self.plane_normal[pi])
+        W6 = jax.vmap(one)(x[bi], R[bi], centres[si], self.sphere_direction[si], self.radius[si], normals)
         nc = gaps.shape[0]
         W = jnp.zeros((self.n_bodies, 6, nc, 5), q.dtype).at[bi, :, np.arange(nc), :].set(W6)
         return (gaps, W.reshape(6 * self.n_bodies, nc, 5), self.mu[si], self.mu_v[si], self.restitution[si])

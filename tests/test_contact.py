@@ -36,15 +36,20 @@ def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1, mu_v=0
                          options=MoreauOptions(rtol=1e-12))
 
 
-def box(velocity, mu_along, mu_across, m=1.0, a=0.1, c=0.05, rs=0.01):
-    """A 2a x 2a x 2c box resting on four corner spheres of radius rs (principal direction x);
-    starts 1e-9 m into the ground so that every corner is active from the first step."""
-    z = c + rs - 1e-9
-    b = RigidBody("box", m, (m * (a * a + c * c) / 3, m * (a * a + c * c) / 3, 2 * m * a * a / 3),
-                  position=(0, 0, z), velocity=velocity)
-    sph = [SphereContact("box", (sx * a, sy * a, rs - 1e-9), rs, mu_along=mu_along, mu_across=mu_across)
+def box(velocity, mu_along, mu_across, m=1.0, a=0.1, c=0.05, rs=0.01, tilt=0.0):
+    """A 2a x 2a x 2c box resting on four corner spheres of radius rs (principal direction: the
+    box x axis) on a plane through the origin tilted by ``tilt`` [rad] about y (normal (-sin,
+    0, cos): downhill is -x); starts 1e-9 m into the plane so every corner is active at once."""
+    n = np.array([-np.sin(tilt), 0.0, np.cos(tilt)])
+    R = np.array([[np.cos(tilt), 0.0, -np.sin(tilt)], [0.0, 1.0, 0.0], [np.sin(tilt), 0.0, np.cos(tilt)]])
+    centre = (c + rs - 1e-9) * n
+    b = RigidBody("box", m, (m * (a * a + c * c) / 3, m * (a * a + c * c) / 3, 2 * m * a * a / 3), position=centre,
+                  orientation=(np.cos(-tilt / 2), 0.0, np.sin(-tilt / 2), 0.0), velocity=velocity)
+    sph = [SphereContact("box", centre + R @ np.array([sx * a, sy * a, -c]), rs, mu_along=mu_along,
+                         mu_across=mu_across, direction=R[:, 0])
            for sx in (-1, 1) for sy in (-1, 1)]
-    return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)), sph, options=MoreauOptions(rtol=1e-12))
+    return ContactSystem(MultibodySystem([b], gravity=(0, 0, -G)), sph, planes=[Plane((0.0, 0.0, 0.0), n)],
+                         options=MoreauOptions(rtol=1e-12))
 
 
 # ---- a ball --------------------------------------------------------------------------------------
@@ -204,6 +209,25 @@ def test_box_slides_as_coulomb_block_and_stops(direction, mu_along, mu_across, m
     # the four normal impulses carry the weight; no sideways drift
     np.testing.assert_allclose(np.asarray(tr.impulses[2:, :, 0]).sum(1), G * DT, rtol=1e-9)
     assert np.max(np.abs(np.asarray(tr.positions[:, 0, 1 - ax]))) < 1e-12
+
+
+@pytest.mark.parametrize("tilt_deg", [10.0, 30.0])
+def test_box_on_an_incline_sticks_below_the_friction_angle_and_slides_above(tilt_deg):
+    """mu = 0.3 (friction angle 16.7 deg): at 10 deg the box stays at rest (true stiction, no
+    creep); at 30 deg it slides down at a = g (sin - mu cos) = 2.356 m/s^2."""
+    mu, th = 0.3, np.radians(tilt_deg)
+    tr = jaxrod.simulate(box((0.0, 0.0, 0.0), mu, mu, tilt=th), dt=DT, n_steps=200)
+    t = np.asarray(tr.times)
+    down = -np.array([np.cos(th), 0.0, np.sin(th)])
+    s = (np.asarray(tr.positions[:, 0]) - np.asarray(tr.positions[0, 0])) @ down
+    v = np.asarray(tr.v[:, 0, :3]) @ down
+    if np.tan(th) < mu:
+        assert np.max(np.abs(np.asarray(tr.v))) < 1e-12 and np.max(np.abs(s)) < 1e-12
+    else:
+        acc = G * (np.sin(th) - mu * np.cos(th))
+        np.testing.assert_allclose(v[2:], acc * t[2:], rtol=1e-9)
+        assert np.max(np.abs(s - 0.5 * acc * t**2)) < acc * t[-1] * DT
+    np.testing.assert_allclose(np.asarray(tr.impulses[2:, :, 0]).sum(1), G * np.cos(th) * DT, rtol=1e-9)
 
 
 def test_oblique_slide_friction_lies_on_the_ellipse_law():

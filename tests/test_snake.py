@@ -46,3 +46,13 @@ def test_orthotropic_friction_drives_lateral_undulation_forward_isotropic_does_n
     assert moved[(0.1, 0.5)][0] > 0.03  # forward, 6 cm/s
     assert -0.01 < moved[(0.2, 0.2)][0] < 0.0  # slowly backward
     assert abs(moved[(0.1, 0.5)][1]) < 0.01
+
+
+def test_snake_model_refuses_bad_options_naming_them():
+    for kw, msg in ((dict(n_links=1), "snake_model.n_links"),
+                    (dict(posture="coiled"), "snake_model.posture must be 'curved' or 'straight', got 'coiled'"),
+                    (dict(inertia_order="xyz"), "snake_model.inertia_order must be 'physical' or 'printed'"),
+                    (dict(gains={"kp": 1.0}), "snake_model.gains: unknown keys ['kp']")):
+        with pytest.raises(ValueError) as info:
+            snake_model(**kw)
+        assert msg in str(info.value), (msg, str(info.value))

@@ -34,7 +34,8 @@ n_boxes + box``); :meth:`ContactSystem.contact_index` does the arithmetic.
 
 What is not here: sphere-sphere and body-body contact, moving obstacles, other shapes, position
 correction of penetration (as the paper), and gradients through the contact solve (the
-``while_loop`` is forward-only; ``jax.jvp`` works, ``jax.grad`` does not).
+``while_loop`` is not reverse-differentiable: ``jax.grad`` through a run fails; ``jit`` and
+``vmap`` work).
 """
 
 from __future__ import annotations

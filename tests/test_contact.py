@@ -24,7 +24,7 @@ DT = 1e-3
 
 
 def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1, mu_v=0.0, wall_x=100.0,
-         angular_velocity=(0.0, 0.0, 0.0), box_centre=(-100.0, 0.0, 0.1)):
+         angular_velocity=(0.0, 0.0, 0.0), box_centre=(-100.0, 0.0, 0.1), margin=0.0):
     """A solid ball on the ground z = 0 with a wall x = wall_x (normal -x) and a box 0.4 x 0.4 x
     0.2 m at box_centre (both far away by default): contact 0 the ground, 1 the wall, 2 the box."""
     b = RigidBody("ball", m, np.full(3, 0.4 * m * r * r), position=position, velocity=velocity,
@@ -33,7 +33,7 @@ def ball(position, velocity=(0.0, 0.0, 0.0), mu=0.3, e=0.0, m=2.0, r=0.1, mu_v=0
                          SphereContact("ball", position, r, mu=mu, restitution=e, rolling_friction=mu_v),
                          planes=[Plane(), Plane((wall_x, 0.0, 0.0), (-1.0, 0.0, 0.0))],
                          boxes=[Box(box_centre, (0.2, 0.2, 0.1))],
-                         options=MoreauOptions(rtol=1e-12))
+                         options=MoreauOptions(rtol=1e-12, active_margin=margin))
 
 
 def box(velocity, mu_along, mu_across, m=1.0, a=0.1, c=0.05, rs=0.01, tilt=0.0):
@@ -185,6 +185,23 @@ def test_rolling_friction_decelerates_a_rolling_ball_at_five_sevenths_mu_v_g():
     assert np.max(np.abs(np.asarray(tr.v[-3:, 0]))) < 1e-12
 
 
+def test_active_margin_takes_up_a_landing_contact_before_touching():
+    """With active_margin = 5 mm the contact is active (at zero impulse) while the ball is still
+    open, the step that closes the gap brakes the ball exactly onto the surface (end gap 0), and it
+    then rests carrying m g dt; the sinking after it (the step closing the gap leaves the ball
+    approaching) stays below one step of travel, less than without a margin (0.85 vs 1.13 mm)."""
+    m, h, r = 2.0, 0.2, 0.1
+    runs = [jaxrod.simulate(ball((0.0, 0.0, r + h), m=m, r=r, margin=mg), dt=DT, n_steps=300) for mg in (0.0, 5e-3)]
+    gap0, gap = (np.asarray(tr.gaps[:, 0]) for tr in runs)
+    tr = runs[1]
+    first_active = int(np.argmax(np.asarray(tr.active[:, 0])))
+    assert gap[first_active - 1] > 0.0 and gap[first_active] > 0.0  # active while open
+    k = int(np.argmax(np.asarray(tr.impulses[:, 0, 0]) > 0))  # the braking step
+    assert abs(gap[k]) < 1e-12
+    assert -np.sqrt(2 * G * h) * DT < gap.min() and gap0.min() < gap.min() < 0.0
+    np.testing.assert_allclose(np.asarray(tr.impulses[k + 3:, 0, 0]), m * G * DT, rtol=1e-12)
+
+
 # ---- a box ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("direction,mu_along,mu_across,mu_expected", [
     ("x", 0.3, 0.3, 0.3),  # isotropic
@@ -297,12 +314,14 @@ def _random_problem(seed, n=3):
 def test_contact_solver_satisfies_the_laws_for_every_method():
     """Converged impulses satisfy the set-valued laws (Signorini complementarity, friction on the
     ellipse with the slip along its outward normal or sticking inside, rolling disk likewise),
-    and Gauss-Seidel, the paper's Jacobi with absolute r, and the scaled friction prox agree."""
+    and Gauss-Seidel, the paper's Jacobi with absolute r, the scaled friction prox and friction
+    sets sized by the previous P_N agree."""
     prob = _random_problem(0)
     sols = []
     for opts in (MoreauOptions(rtol=1e-12), MoreauOptions(friction_prox="scaled", rtol=1e-12),
                  MoreauOptions(method="jacobi", r_factors="absolute", r=(0.05, 0.05, 0.05), max_iterations=20000,
-                               criterion="impulses", rtol=1e-12)):
+                               criterion="impulses", rtol=1e-12),
+                 MoreauOptions(friction_bound="old", rtol=1e-12)):
         P, its, err, ok = eqx.filter_jit(solve_contact_problem)(prob, jnp.zeros((3, 5)), opts)
         assert bool(ok), (opts, int(its), float(err))
         sols.append(np.asarray(P))
@@ -358,6 +377,8 @@ def test_bad_input_is_refused_naming_the_parameter():
         (lambda: ContactSystem(sys, []), "at least one SphereContact"),
         (lambda: Box((0, 0, 0), (0.1, -0.1, 0.1)), "Box.half_extents must be 3 numbers > 0"),
         (lambda: ContactSystem(sys, SphereContact("b", (0, 0, 0), 0.1), planes=()), "at least one obstacle"),
+        (lambda: MoreauOptions(forces_at="end"), "MoreauOptions.forces_at must be one of ['midpoint', 'start']"),
+        (lambda: MoreauOptions(active_margin=-1.0), "MoreauOptions.active_margin must be a finite number >= 0"),
         (lambda: MoreauOptions(method="newton"), "MoreauOptions.method must be one of ['gauss_seidel', 'jacobi']"),
         (lambda: MoreauOptions(relaxation=2.5), "MoreauOptions.relaxation must be a finite number > 0 and <= 2"),
         (lambda: MoreauOptions(r=(0.1, -1, 0.1)), "MoreauOptions.r must be 3 finite numbers > 0"),

@@ -19,7 +19,7 @@ head and lies at the ``+x`` end, so forward locomotion is toward ``+x``.
 Choices and deviations (the spec's open items, section 5.5): link inertia ``diag(Theta_3, Theta_1,
 Theta_1)`` (the physical ordering; ``inertia_order='printed'`` gives the paper's printed
 ``(Theta_1, Theta_1, Theta_3)``); rolling friction ``mu_V = 0`` by default (not in the paper);
-continuous references (no 10 Hz hold); ``u(0) = 0``; the joint projection is the mass-weighted
+continuous references (``SerpenoidGait(hold=0.1)`` emulates Aiko's 10 Hz references); ``u(0) = 0``; the joint projection is the mass-weighted
 one of :class:`~jaxrod.system.contact.ContactSystem` (the paper keeps link 1 fixed); the contact
 solver defaults to Gauss-Seidel with scaled r-factors (``options=MoreauOptions(method='jacobi',
 r_factors='absolute')`` is the paper's, ``r = (0.1, 0.01, 0.05)`` kg).
@@ -57,7 +57,8 @@ class SerpenoidGait(eqx.Module):
     + (i - 1) delta_v + delta) + phi_v`` [rad], with their analytic rates [rad/s].
 
     Attributes (array leaves): ``amplitude_h``, ``omega_h`` [rad/s], ``delta_h``, ``offset_h``,
-    ``amplitude_v``, ``omega_v``, ``delta_v``, ``delta``, ``offset_v`` [rad].
+    ``amplitude_v``, ``omega_v``, ``delta_v``, ``delta``, ``offset_v`` [rad]; ``hold`` [s] the
+    zero-order hold of the references (0: continuous).
     """
 
     amplitude_h: jax.Array = eqx.field(converter=_f, default=np.radians(30.0))
@@ -69,9 +70,13 @@ class SerpenoidGait(eqx.Module):
     delta_v: jax.Array = eqx.field(converter=_f, default=0.0)
     delta: jax.Array = eqx.field(converter=_f, default=0.0)
     offset_v: jax.Array = eqx.field(converter=_f, default=0.0)
+    hold: jax.Array = eqx.field(converter=_f, default=0.0)
 
     def __call__(self, t, n_joints):
-        """``(alpha_h, alpha_v, rate_h, rate_v)``, each ``(n_joints,)``, at time ``t`` [s]."""
+        """``(alpha_h, alpha_v, rate_h, rate_v)``, each ``(n_joints,)``, at time ``t`` [s]; with
+        ``hold > 0`` [s] the references (and their rates) are held between samples every ``hold``
+        seconds (Aiko got its references at 10 Hz: ``hold = 0.1``; 0, the default: continuous)."""
+        t = jnp.where(self.hold > 0, jnp.floor(t / jnp.where(self.hold > 0, self.hold, 1.0)) * self.hold, t)
         k = jnp.arange(n_joints)
         ph = self.omega_h * t + k * self.delta_h
         pv = self.omega_v * t + k * self.delta_v + self.delta

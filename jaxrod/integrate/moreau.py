@@ -10,7 +10,8 @@ The scheme of Transeth, Leine, Glocker and Pettersen (IEEE T-RO 24(2), 2008, Sec
    directions of the friction frame, two rolling directions), the joint Jacobian ``W_J`` with the
    rheonomic term ``dg_J/dt``, the smooth forces ``h(q_M, u_A, t_M)`` (gravity, gyroscopic,
    springs, dampers, controllers) and ``M^{-1}``;
-3. active set ``{a : g_N,a(q_M) <= 0}`` (contacts not active carry no impulse);
+3. active set ``{a : g_N,a(q_M) <= active_margin}`` (the paper: margin 0; contacts not active carry
+   no impulse);
 4. the discrete equality of measures ``M (u_E - u_A) = h dt + W P + W_J P_J``, the joints on
    velocity level ``W_J^T u_E + dg_J/dt = 0`` and the contact laws in prox form on the end
    velocity (below), solved by a projected fixed-point iteration (a ``lax.while_loop``);
@@ -46,9 +47,10 @@ the paper's "modified Newton" iterates, where ``P_J`` is recomputed from each ``
 Every choice the paper leaves open is a field of :class:`MoreauOptions` (defaults in brackets):
 
 * ``method`` [``'gauss_seidel'``]: ``'jacobi'`` is the paper's simultaneous update (87-89);
-  ``'gauss_seidel'`` updates contact after contact with the latest impulses (converges for any
-  number of coupled contacts with ``relaxation`` in ``(0, 2)`` on the normal part; Jacobi can
-  oscillate when contacts share a body);
+  ``'gauss_seidel'`` updates contact after contact with the latest impulses (on the frictionless
+  normal problem, a convex quadratic programme, projected Gauss-Seidel converges for
+  ``relaxation`` in ``(0, 2)``; Jacobi with ``relaxation / D_kk`` can oscillate when contacts
+  share a body, and the paper's small absolute r-factors converge slowly);
 * ``r_factors`` [``'scaled'``]: ``'absolute'`` uses ``r = (r_N, r_T, r_V)`` [kg] for every contact
   (the paper: ``(0.1, 0.01, 0.05)``, tuned for its 0.68 kg links); ``'scaled'`` uses
   ``r_k = relaxation / D_kk`` per contact and per component (the spec's note 5.5). With unequal
@@ -56,8 +58,9 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
   diag(r_T1, r_T2)`` (``-gamma in N_C(P) <=> P = prox^R_C(P - R gamma)`` for any SPD ``R``: the
   same fixed point), which is the Euclidean projection of ``R^{-1/2}(P - R gamma)`` on the
   ellipse of semi-axes ``mu P_N / sqrt(r)``, mapped back. Why per component: along a link of a
-  chain the contact moves the whole chain (``D_T1T1`` small), across it only the link, and one
-  ``r`` for both slowed the snake's first steps beyond 3000 sweeps;
+  chain the contact moves the whole chain (``D_T1T1`` small), across it only the link (on the
+  snake's first steps the gain over one ``r`` per contact was small); why scaled at all: nothing
+  to tune per robot (absolute r-factors depend on its masses);
 * ``friction_prox`` [``'euclidean'``]: the paper's Euclidean projection on the ellipse (a
   scalar Newton root, ``ellipse_iterations`` steps from a lower bound); ``'scaled'`` the
   closed form ``S proj_disk(S^{-1} P - r S gamma)``, ``S = diag(mu_along, mu_across)`` (the same
@@ -78,8 +81,6 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
 * ``restitution_velocity`` [0 m/s]: approach speeds below it impact plastically (a resting
   contact with ``e > 0`` then does not chatter);
 * ``projection_iterations`` [2]: chord Gauss-Newton steps of the joint projection (0: none);
-* smooth forces at ``(q_M, u_A, t_M)`` (the paper's ``h_M = h(u_A)``; the evaluation point of
-  ``tau_C`` is not stated: the same point is used);
 * ``active_margin`` [0 m]: the active set is ``g_N(q_M) <= active_margin`` (0: the paper's
   "midpoint" test); a contact active while still open may approach by what closes it at the end
   of the step (``xi_N`` above gets ``+ 2 max(g_N(q_M), 0) / dt``, the spec's note 8.4(c)): contact
@@ -91,7 +92,10 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
 * ``friction_bound`` [``'new'``]: the friction and rolling sets of a sweep are sized by
   ``P_N^(k+1)`` (the spec's reading of a garbled line) or ``P_N^(k)`` (``'old'``); same fixed point;
 * ``forces_at`` [``'midpoint'``]: where the smooth forces (and controllers, ``tau_C``) are
-  evaluated: ``(q_M, u_A, t_M)`` or ``(q_A, u_A, t_A)`` (``'start'``);
+  evaluated: ``(q_M, u_A, t_M)`` or ``(q_A, u_A, t_A)`` (``'start'``) (the paper's ``h_M =
+  h(u_A)``; its evaluation point of ``tau_C`` is not stated). They are explicit: a stiff PD loop
+  needs ``dt`` below about ``2 / omega_n`` (the snake's pitch loop, 800 N m/rad on about
+  1e-3 kg m^2: ~1.5 ms by this estimate; its runs at 1 ms are stable);
 * ``normalize_midpoint`` [False]: the paper normalises only ``q_E``.
 """
 

@@ -174,8 +174,8 @@ def test_rolling_friction_decelerates_a_rolling_ball_at_five_sevenths_mu_v_g():
     v0, r, mu_v = 0.5, 0.1, 0.05
     a = 5.0 / 7.0 * mu_v * G
     ts = v0 / a  # 1.43 s
-    tr = jaxrod.simulate(ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=0.3, r=r, mu_v=mu_v, angular_velocity=(0.0, v0 / r, 0.0)),
-                         dt=DT, n_steps=10 * (int(ts / DT) // 10 + 5), save_every=10)
+    start = ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=0.3, r=r, mu_v=mu_v, angular_velocity=(0.0, v0 / r, 0.0))
+    tr = jaxrod.simulate(start, dt=DT, n_steps=10 * (int(ts / DT) // 10 + 5), save_every=10)
     t = np.asarray(tr.times)
     v, w = np.asarray(tr.v[:, 0, 0]), np.asarray(tr.v[:, 0, 4])
     rolling = t < ts - DT
@@ -368,10 +368,13 @@ def test_bad_input_is_refused_naming_the_parameter():
     sys = MultibodySystem([b])
     cases = [
         (lambda: SphereContact("b", (0, 0, 0), -0.1), "SphereContact('b').radius must be a finite number > 0"),
-        (lambda: SphereContact("b", (0, 0, 0), 0.1, restitution=1.5), "restitution must be a finite number >= 0 and <= 1"),
-        (lambda: SphereContact("b", (0, 0, 0), 0.1, mu=0.2, mu_along=0.1), "give mu (isotropic) or mu_along/mu_across"),
+        (lambda: SphereContact("b", (0, 0, 0), 0.1, restitution=1.5),
+         "restitution must be a finite number >= 0 and <= 1"),
+        (lambda: SphereContact("b", (0, 0, 0), 0.1, mu=0.2, mu_along=0.1),
+         "give mu (isotropic) or mu_along/mu_across"),
         (lambda: SphereContact("b", (0, 0, 0), 0.1, mu_across=-1.0), "mu_across must be a finite number >= 0"),
-        (lambda: SphereContact("b", (0, 0, 0), 0.1, direction=(0, 0, 0)), "direction must be a finite non-zero 3-vector"),
+        (lambda: SphereContact("b", (0, 0, 0), 0.1, direction=(0, 0, 0)),
+         "direction must be a finite non-zero 3-vector"),
         (lambda: Plane(normal=(0, 0, 0)), "Plane.normal must be a finite non-zero 3-vector"),
         (lambda: ContactSystem(sys, SphereContact("c", (0, 0, 0), 0.1)), "spheres[0].body = 'c' names no body"),
         (lambda: ContactSystem(sys, []), "at least one SphereContact"),

@@ -224,7 +224,8 @@ def prox_ellipse(x, semi_axes, iterations=12):
     amax, amin = jnp.max(a), jnp.min(a)
     s = jnp.where(amax > 0, amax, 1.0)
     xs, as_ = x / s, a / s  # scaled: as_ in [0, 1]
-    inside = jnp.sum(jnp.where(as_ > 0, (xs / jnp.where(as_ > 0, as_, 1.0)) ** 2, jnp.where(xs != 0, jnp.inf, 0.0))) <= 1.0
+    ratio2 = jnp.where(as_ > 0, (xs / jnp.where(as_ > 0, as_, 1.0)) ** 2, jnp.where(xs != 0, jnp.inf, 0.0))
+    inside = jnp.sum(ratio2) <= 1.0
     nx = jnp.sqrt(jnp.sum(xs * xs))
     a2 = as_ * as_
     t0 = jnp.maximum(0.0, jnp.min(as_) * nx - 1.0) + 1e-300

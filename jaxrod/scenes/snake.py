@@ -19,7 +19,8 @@ head and lies at the ``+x`` end, so forward locomotion is toward ``+x``.
 Choices and deviations (the spec's open items, section 5.5): link inertia ``diag(Theta_3, Theta_1,
 Theta_1)`` (the physical ordering; ``inertia_order='printed'`` gives the paper's printed
 ``(Theta_1, Theta_1, Theta_3)``); rolling friction ``mu_V = 0`` by default (not in the paper);
-continuous references (``SerpenoidGait(hold=0.1)`` emulates Aiko's 10 Hz references); ``u(0) = 0``; the joint projection is the mass-weighted
+continuous references (``SerpenoidGait(hold=0.1)`` emulates Aiko's 10 Hz references);
+``u(0) = 0``; the joint projection is the mass-weighted
 one of :class:`~jaxrod.system.contact.ContactSystem` (the paper keeps link 1 fixed); the contact
 solver defaults to Gauss-Seidel with scaled r-factors (``options=MoreauOptions(method='jacobi',
 r_factors='absolute')`` is the paper's, ``r = (0.1, 0.01, 0.05)`` kg).
@@ -32,7 +33,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..integrate.moreau import MoreauOptions
 from ..system import MultibodySystem, RigidBody, Universal
 from ..system.contact import ContactSystem, SphereContact
 from ..validation import check_int

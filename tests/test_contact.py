@@ -361,6 +361,20 @@ def test_prox_ellipse_is_the_euclidean_projection():
         np.testing.assert_allclose(y, best, atol=1e-5 * max(a))
     inside = np.asarray(prox_ellipse(jnp.asarray([0.1, 0.1]), jnp.asarray([1.0, 0.5])))
     np.testing.assert_array_equal(inside, [0.1, 0.1])
+    # strongly anisotropic (ratio 25 to 1000; a looser Newton start failed here): the projection
+    # lies on the ellipse with x - y along the outward normal y / a^2 (the optimality condition)
+    rng = np.random.default_rng(3)
+    project = jax.jit(jax.vmap(prox_ellipse, in_axes=(0, None)))
+    for ratio in (25.0, 1000.0):
+        a = np.array([1.0, 1.0 / ratio])
+        x = rng.normal(size=(400, 2)) * 10.0 ** rng.uniform(-2, 2, (400, 1))
+        x = x[np.sum((x / a) ** 2, 1) > 1]
+        y = np.asarray(project(jnp.asarray(x), jnp.asarray(a)))
+        nrm, d = y / a**2, x - y
+        np.testing.assert_allclose(np.sum((y / a) ** 2, 1), 1.0, atol=1e-12)
+        cross = nrm[:, 0] * d[:, 1] - nrm[:, 1] * d[:, 0]
+        assert np.all(np.abs(cross) < 1e-9 * np.linalg.norm(nrm, axis=1) * np.linalg.norm(d, axis=1) + 1e-15)
+        assert np.all(np.sum(nrm * d, 1) >= 0)
 
 
 def test_bad_input_is_refused_naming_the_parameter():

@@ -56,3 +56,44 @@ def test_snake_model_refuses_bad_options_naming_them():
         with pytest.raises(ValueError) as info:
             snake_model(**kw)
         assert msg in str(info.value), (msg, str(info.value))
+
+
+def test_cardan_angles_invert_the_joint_rotations_and_rates():
+    """Spec 6.1: R_{i+1} = R_i R_z(alpha_h) R_y(alpha_v) -> (alpha_h, alpha_v) back to round-off;
+    rates: omega_h = alpha_h' cos(alpha_v), omega_v = alpha_v' (finite differences of a motion)."""
+    from jaxrod.geometry import rotation_matrix
+
+    rng = np.random.default_rng(0)
+    ah, av = rng.uniform(-1.2, 1.2, 5), rng.uniform(-0.7, 0.7, 5)
+    dah, dav = rng.normal(size=5), rng.normal(size=5)
+
+    def chain(s):
+        R = [np.asarray(rotation_matrix(np.array([0.3, -0.2, 1.0])))]
+        for k in range(5):
+            Rz = np.asarray(rotation_matrix(np.array([0.0, 0.0, ah[k] + s * dah[k]])))
+            Ry = np.asarray(rotation_matrix(np.array([0.0, av[k] + s * dav[k], 0.0])))
+            R.append(R[-1] @ Rz @ Ry)
+        return np.stack(R)
+
+    R0 = chain(0.0)
+    h = 1e-6
+    Rdot = (chain(h) - chain(-h)) / (2 * h)
+    omega = np.stack([np.array([(R.T @ Rd)[2, 1], (R.T @ Rd)[0, 2], (R.T @ Rd)[1, 0]]) for R, Rd in zip(R0, Rdot)])
+    a_h, a_v, w_h, w_v = (np.asarray(v) for v in cardan_angles(R0, omega))
+    np.testing.assert_allclose(a_h, ah, atol=1e-12)
+    np.testing.assert_allclose(a_v, av, atol=1e-12)
+    np.testing.assert_allclose(w_h, dah * np.cos(av), atol=1e-7)
+    np.testing.assert_allclose(w_v, dav, atol=1e-7)
+
+
+def test_gait_reference_hold_samples_the_serpenoid():
+    """hold = 0.1 s (Aiko's 10 Hz references): between samples the references and rates are the
+    continuous gait's values at the last sample time; hold = 0 is the continuous gait (eq. 70)."""
+    cont, held = SerpenoidGait(), SerpenoidGait(hold=0.1)
+    for t in (0.0, 0.05, 0.1, 0.234, 1.99):
+        got = np.asarray(held(t, 10))
+        want = np.asarray(cont(np.floor(t / 0.1) * 0.1, 10))
+        np.testing.assert_allclose(got, want, atol=1e-15)
+    k = np.arange(10)
+    np.testing.assert_allclose(np.asarray(cont(0.7, 10)[0]),
+                               np.radians(30) * np.sin(np.radians(80) * 0.7 + k * np.radians(-50)), atol=1e-15)

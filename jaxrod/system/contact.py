@@ -6,8 +6,8 @@ A :class:`ContactSystem` wraps a :class:`~jaxrod.system.MultibodySystem` (its bo
 gravity, loads, springs, dampers and force elements: everything that makes its smooth forces and
 its bilateral constraints) and adds body-fixed contact spheres (:class:`SphereContact`) that may
 touch fixed obstacles: planes (:class:`Plane`, default the ground ``z = 0``) and boxes
-(:class:`Box`). ``jaxrod.simulate(ContactSystem(...),
-dt=..., n_steps=...)`` runs it and returns a :class:`~jaxrod.integrate.moreau.ContactTrajectory`.
+(:class:`Box`). ``jaxrod.simulate(ContactSystem(...), dt=..., n_steps=...)`` runs it and returns
+a :class:`~jaxrod.integrate.moreau.ContactTrajectory`.
 
 Coordinates (the paper's non-minimal absolute coordinates, Transeth et al. 2008, eqs. 4-8):
 ``q`` ``(n_bodies, 7)`` = centre-of-mass position [m] and scalar-first unit quaternion;

@@ -7,7 +7,7 @@ sweeps and the joint drift; writes ``results/snake_paper.json`` (link 6 and cent
 
     nice -n 10 python benchmarks/snake_paper.py [--dt 5e-4] [--duration 15] [--no-write]
 
-About 11 + 4 + 3 min on this 2-core host (shared) at dt = 0.5 ms.
+About 2.5 min for the three on this 2-core host when idle (dt = 0.5 ms); 18 min when it was loaded.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ def test_snake_model_refuses_bad_options_naming_them():
     for kw, msg in ((dict(n_links=1), "snake_model.n_links"),
                     (dict(posture="coiled"), "snake_model.posture must be 'curved' or 'straight', got 'coiled'"),
                     (dict(inertia_order="xyz"), "snake_model.inertia_order must be 'physical' or 'printed'"),
-                    (dict(gains={"kp": 1.0}), "snake_model.gains: unknown keys ['kp']")):
+                    (dict(gains={"kp": 1.0}), "snake_model.gains: unknown keys ['kp']"),
+                    (dict(projection="x"), "snake_model.projection must be 'mass' or 'chain', got 'x'")):
         with pytest.raises(ValueError) as info:
             snake_model(**kw)
         assert msg in str(info.value), (msg, str(info.value))
@@ -97,3 +98,27 @@ def test_gait_reference_hold_samples_the_serpenoid():
     k = np.arange(10)
     np.testing.assert_allclose(np.asarray(cont(0.7, 10)[0]),
                                np.radians(30) * np.sin(np.radians(80) * 0.7 + k * np.radians(-50)), atol=1e-15)
+
+
+def test_chain_projection_restores_the_joints_keeping_link_one_and_the_link_axes():
+    """The paper's correction (section VII-C): from a perturbed posture (1 mm, 0.01 rad) the
+    joints close to round-off, link 1 does not move and every link keeps its axis e_x; a short
+    run with it keeps the joints closed."""
+    from jaxrod.geometry import quat_from_axis_angle, quat_multiply
+
+    cs = snake_model(5, projection="chain")
+    q = np.asarray(cs.initial_state().q)
+    rng = np.random.default_rng(1)
+    x = q[:, :3] + 1e-3 * rng.normal(size=(5, 3))
+    quat = np.asarray(quat_multiply(q[:, 3:], quat_from_axis_angle(0.01 * rng.normal(size=(5, 3)))))
+    bad = np.concatenate([x, quat], 1)
+    assert np.max(np.abs(np.asarray(cs.joint_violation(bad)))) > 1e-4
+    fixed = np.asarray(cs.correct(bad, 0.0))
+    assert np.max(np.abs(np.asarray(cs.joint_violation(fixed)))) < 1e-15
+    np.testing.assert_array_equal(fixed[0, :3], bad[0, :3])
+    R0, R1 = (np.asarray(quat_to_rotation(a[:, 3:])) for a in (bad, fixed))
+    np.testing.assert_allclose(R1[:, :, 0], R0[:, :, 0], atol=1e-15)
+    np.testing.assert_allclose(R1[0], R0[0], atol=1e-15)
+    small = snake_model(3, projection="chain")
+    tr = jaxrod.simulate(small, dt=DT, n_steps=50)
+    assert np.max(np.abs(np.asarray(small.joint_violation(tr.q)))) < 1e-14

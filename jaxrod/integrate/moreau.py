@@ -20,7 +20,9 @@ The scheme of Transeth, Leine, Glocker and Pettersen (IEEE T-RO 24(2), 2008, Sec
    ``projection_iterations`` Gauss-Newton steps ``dq = -M^{-1} W_J G^{-1} g_J(q_E)`` in the kinetic
    metric, with the midpoint ``W_J`` and factor of ``G`` (a chord iteration: no new Jacobian). The
    paper's own projection (link 1 fixed, orientations then translations along the chain) is
-   chain-specific; this one serves any joint graph. Velocities are not projected and unilateral
+   chain-specific; this one serves any joint graph (a model may bring its own instead:
+   :meth:`AbstractMoreauModel.correct`, e.g. the snake's
+   :class:`~jaxrod.scenes.snake.ChainProjection`). Velocities are not projected and unilateral
    penetration is not corrected (the paper).
 
 Contact laws (per active contact ``a``; impulses ``P = (P_N, P_T1, P_T2, P_V1, P_V2)`` [N s], the
@@ -415,6 +417,11 @@ class AbstractMoreauModel(eqx.Module):
     def normalize(self, q):
         """``q`` with its redundant coordinates made consistent again (unit quaternions)."""
 
+    def correct(self, q, t):
+        """The model's own position correction of a normalised end position at time ``t`` [s],
+        or ``None`` (default) for the generic joint projection of the stepper."""
+        return None
+
     @abc.abstractmethod
     def constraint_values(self, q, t):
         """``(n_J,)`` joint constraint values ``g_J(q, t)``."""
@@ -523,7 +530,10 @@ class MoreauStepper(AbstractStepper):
             PJ = jnp.zeros((0,), u_a.dtype)
         uE = u_e.reshape(shape)
         qE = m.normalize(m.advance(qM, uE, 0.5 * dt))
-        if nj and o.projection_iterations:
+        own = m.correct(qE, t + dt)
+        if own is not None:  # the model's own correction (e.g. the paper's chain projection)
+            qE = own
+        elif nj and o.projection_iterations:
             # joint projection, chord Gauss-Newton with the step's midpoint Jacobian and factor:
             # dq = -M^-1 W_J G^-1 g_J(q_E) (the smallest move in the kinetic metric)
             def project(_, q):

@@ -20,8 +20,8 @@ Choices and deviations (the spec's open items, section 5.5): link inertia ``diag
 Theta_1)`` (the physical ordering; ``inertia_order='printed'`` gives the paper's printed
 ``(Theta_1, Theta_1, Theta_3)``); rolling friction ``mu_V = 0`` by default (not in the paper);
 continuous references (``SerpenoidGait(hold=0.1)`` emulates Aiko's 10 Hz references);
-``u(0) = 0``; the joint projection is the mass-weighted
-one of :class:`~jaxrod.system.contact.ContactSystem` (the paper keeps link 1 fixed); the contact
+``u(0) = 0``; the joint projection is by default the mass-weighted one of the Moreau stepper
+(``projection='chain'``: the paper's, link 1 fixed, :class:`ChainProjection`); the contact
 solver defaults to Gauss-Seidel with scaled r-factors (``options=MoreauOptions(method='jacobi',
 r_factors='absolute')`` is the paper's, ``r = (0.1, 0.01, 0.05)`` kg).
 """
@@ -137,6 +137,41 @@ class CardanPD(eqx.Module):
         return jnp.zeros_like(x), tau
 
 
+class ChainProjection(eqx.Module):
+    """The paper's constraint-violation correction of the snake (section VII-C, the spec's 5.3
+    concrete version), a :class:`~jaxrod.system.contact.ContactSystem` ``corrector``: link 1 is
+    kept; along the chain, link ``i + 1`` is turned about its own axis so that its pitch axis
+    ``e_y`` is normal to the yaw axis ``e_z`` of link ``i`` (``e_y <- +-normalize(e_z^i x e_x^{i+1})``,
+    the sign nearest the old one; ``e_x`` kept), then translated so that the joint points meet
+    (``r_{i+1} = r_i + L/2 (e_x^i + e_x^{i+1})``). A ``lax.scan`` over the joints.
+
+    Unlike the mass-weighted projection it moves the centre of mass, an ``O(dt)`` bias: 1 s of
+    the LU gait went 11.4 cm with it and 10.45 cm without at dt = 1 ms, 10.49 and 10.45 cm at the
+    paper's 0.25 ms (measured; not in the tests).
+
+    Attributes: ``link_length`` [m] (joint-to-joint length ``L`` of every link).
+    """
+
+    link_length: jax.Array = eqx.field(converter=_f, default=AIKO["link_length"])
+
+    def __call__(self, x, R, t=0.0):
+        half = 0.5 * self.link_length
+
+        def one(prev, cur):
+            xp, Rp = prev
+            xc, Rc = cur
+            ex, ey_old = Rc[:, 0], Rc[:, 1]
+            ey = jnp.cross(Rp[:, 2], ex)
+            ey = ey / jnp.linalg.norm(ey)
+            ey = jnp.where(ey @ ey_old < 0, -ey, ey)
+            Rn = jnp.stack([ex, ey, jnp.cross(ex, ey)], axis=1)
+            xn = xp + half * (Rp[:, 0] + ex)
+            return (xn, Rn), (xn, Rn)
+
+        _, (xs, Rs) = jax.lax.scan(one, (x[0], R[0]), (x[1:], R[1:]))
+        return jnp.concatenate([x[:1], xs]), jnp.concatenate([R[:1], Rs])
+
+
 def initial_headings(n_links, gait: SerpenoidGait, posture="curved"):
     """``(n_links,)`` link headings [rad] (angle of the body x axis from world x): ``psi_{i+1} =
     psi_i + alpha_h,r,i(0)`` for the curved start (spec 6.6), all equal for ``'straight'``; mean
@@ -150,7 +185,7 @@ def initial_headings(n_links, gait: SerpenoidGait, posture="curved"):
 
 def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=None, gains=None,
                 posture="curved", heading=0.0, inertia_order="physical", rolling_friction=0.0,
-                options=None, sink=1e-9):
+                options=None, sink=1e-9, projection="mass"):
     """The snake as a :class:`~jaxrod.system.contact.ContactSystem` on the ground ``z = 0``.
 
     Args:
@@ -167,10 +202,14 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
         options: :class:`~jaxrod.integrate.moreau.MoreauOptions`.
         sink: the start posture is lowered by this much [m] so that every sphere is in contact
             at the first step (a gap of exactly 0 can round to +1e-18).
+        projection: ``'mass'`` (the stepper's mass-weighted joint projection) or ``'chain'``
+            (the paper's: :class:`ChainProjection`, link 1 fixed).
     """
     n = check_int("snake_model.n_links", n_links, min=2)
     if posture not in ("curved", "straight"):
         raise ValueError(f"snake_model.posture must be 'curved' or 'straight', got {posture!r}")
+    if projection not in ("mass", "chain"):
+        raise ValueError(f"snake_model.projection must be 'mass' or 'chain', got {projection!r}")
     if inertia_order not in ("physical", "printed"):
         raise ValueError(f"snake_model.inertia_order must be 'physical' or 'printed', got {inertia_order!r}")
     gait = SerpenoidGait() if gait is None else gait
@@ -202,7 +241,8 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
                                 axis1=(0.0, 0.0, 1.0), axis2=ey[i + 1]))
     system = MultibodySystem(bodies, joints, gravity=(0.0, 0.0, -G))
     controller = CardanPD(gains["kp_h"], gains["kd_h"], gains["kp_v"], gains["kd_v"], gait)
-    return ContactSystem(system, spheres, controller=controller, options=options)
+    corrector = ChainProjection(L) if projection == "chain" else None
+    return ContactSystem(system, spheres, controller=controller, options=options, corrector=corrector)
 
 
 def snake_undulation(n_links=AIKO["n_links"], mu_along=0.1, mu_across=0.5, dt=5e-4, duration=15.0, **kw):

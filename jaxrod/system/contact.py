@@ -47,7 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..geometry import quat_derivative, quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix
+from ..geometry import (quat_derivative, quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix,
+                        rotation_to_quat)
 from ..integrate.moreau import AbstractMoreauModel, MoreauOptions, MoreauState
 from ..validation import one_or_many
 from .bodies import _f64
@@ -211,6 +212,9 @@ class ContactSystem(AbstractMoreauModel):
             at the midpoint positions, start velocities and midpoint time). An ``equinox.Module``
             keeps its arrays as leaves (new gains reuse the compiled program).
         options: :class:`~jaxrod.integrate.moreau.MoreauOptions`.
+        corrector: ``None`` (the stepper's mass-weighted joint projection) or a callable ``(x
+            (n_bodies, 3), R (n_bodies, 3, 3), t) -> (x, R)`` that replaces it after each step
+            (e.g. :class:`~jaxrod.scenes.snake.ChainProjection`, the paper's).
 
     Attributes: the arguments, and per sphere ``sphere_body`` (static body indices),
     ``sphere_centre`` ``(n_s, 3)`` [m] and ``sphere_direction`` ``(n_s, 3)`` in the body frames,
@@ -233,8 +237,9 @@ class ContactSystem(AbstractMoreauModel):
     box_quat: jax.Array
     controller: Callable | None
     options: MoreauOptions
+    corrector: Callable | None
 
-    def __init__(self, system, spheres, planes=None, controller=None, options=None, boxes=()):
+    def __init__(self, system, spheres, planes=None, controller=None, options=None, boxes=(), corrector=None):
         if not isinstance(system, MultibodySystem):
             raise ValueError(f"ContactSystem.system must be a MultibodySystem, got {type(system).__name__}")
         spheres = one_or_many(spheres)
@@ -256,6 +261,8 @@ class ContactSystem(AbstractMoreauModel):
         if controller is not None and not callable(controller):
             raise ValueError(f"ContactSystem.controller must be None or a callable (x, R, v, omega, t) -> "
                              f"(forces, torques), got {controller!r}")
+        if corrector is not None and not callable(corrector):
+            raise ValueError(f"ContactSystem.corrector must be None or a callable (x, R, t) -> (x, R), got {corrector!r}")
         options = MoreauOptions() if options is None else options
         if not isinstance(options, MoreauOptions):
             raise ValueError(f"ContactSystem.options must be a MoreauOptions, got {type(options).__name__}")
@@ -285,6 +292,7 @@ class ContactSystem(AbstractMoreauModel):
         self.box_quat = jnp.stack([b.orientation for b in boxes]) if boxes else jnp.zeros((0, 4))
         self.controller = controller
         self.options = options
+        self.corrector = corrector
 
     # ---- sizes ----------------------------------------------------------------------------------------
     @property
@@ -342,6 +350,13 @@ class ContactSystem(AbstractMoreauModel):
     def normalize(self, q):
         x, quat = self._split(q)
         return jnp.concatenate([x, quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)], axis=-1)
+
+    def correct(self, q, t):
+        if self.corrector is None:
+            return None
+        x, quat = self._split(q)
+        x2, R2 = self.corrector(x, quat_to_rotation(quat), t)
+        return jnp.concatenate([x2, rotation_to_quat(R2)], axis=-1)
 
     def constraint_values(self, q, t):
         x, quat = self._split(q)

@@ -47,6 +47,11 @@ _LAZY = {
     "Revolute": ".system",
     "Spherical": ".system",
     "Universal": ".system",
+    "ContactSystem": ".system",
+    "SphereContact": ".system",
+    "Plane": ".system",
+    "Box": ".system",
+    "MoreauOptions": ".integrate",
     "Damper": ".system",
     "JointTorque": ".system",
     "PDController": ".system",
@@ -121,6 +126,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         PrescribedAngle, PrescribedDisplacement, Prismatic, Revolute, RigidBody, RodClamp, RodPin, Spherical,
         Spring, TorsionDamper, TorsionSpring, Universal,
     )
+    from .system import Box, ContactSystem, Plane, SphereContact
+    from .integrate import MoreauOptions
     from . import geometry, scenes
     from .integrate import AbstractImplicitModel, State
     from .models.cosserat import CosseratModel, CosseratRod, CosseratState, PointLoad
@@ -153,6 +160,11 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     )
 
 __all__ = [
+    "SphereContact",
+    "Plane",
+    "MoreauOptions",
+    "ContactSystem",
+    "Box",
     "AbstractImplicitModel",
     "AbstractStepper",
     "AverageVectorField",

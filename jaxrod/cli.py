@@ -251,6 +251,8 @@ def _scheme_name(scheme):
 
     if isinstance(scheme, DifferenceFormula):
         return scheme.describe()
+    if scheme is None:
+        return "the model's own"
     return type(scheme).__name__
 
 
@@ -482,6 +484,15 @@ def _cmd_simulate(args, out, err):
     print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
           f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
     ref = scene.reference
+    if getattr(traj, "impulses", None) is not None:  # set-valued contact (Moreau): bodies on obstacles
+        pos = np.asarray(traj.positions)
+        centroid = pos.mean(axis=1)
+        print(f"final centroid [m]      {_fmt_vec(centroid[-1])}  at t = {times[-1]:g} s "
+              f"(moved {_fmt_vec(centroid[-1] - centroid[0])})", file=out)
+        print(f"contacts                {int(np.asarray(traj.active[-1]).sum())} of {traj.active.shape[-1]} active "
+              f"at the end, lowest gap {float(np.min(np.asarray(traj.gaps))):+.3e} m over the run "
+              "(iterations above: contact-solver sweeps)", file=out)
+        return _write_figures(args, traj, model, scene, out)
     if hasattr(model, "topology"):
         # a network has no tip: report where the structure went and how low it reached
         pos = np.asarray(traj.positions)[:, : model.n_nodes]

@@ -6,8 +6,14 @@ from .base import AbstractStepper, State
 from .implicit import AbstractImplicitModel, ImplicitStepper, fallback_ladder, implicit_step
 from .results import ConvergenceError, FallbackWarning, SolverStats, Trajectory, convergence_errors
 from .run import simulate, simulate_adaptive, solve_static
+from .moreau import AbstractMoreauModel, ContactTrajectory, MoreauOptions, MoreauState, MoreauStepper
 
 __all__ = [
+    "AbstractMoreauModel",
+    "ContactTrajectory",
+    "MoreauOptions",
+    "MoreauState",
+    "MoreauStepper",
     "AbstractImplicitModel",
     "AbstractStepper",
     "ConvergenceError",

@@ -3,6 +3,9 @@
 * :mod:`jaxrod.system.bodies`, :mod:`jaxrod.system.joints`, :mod:`jaxrod.system.multibody`:
   rigid bodies joined by joints (Lagrange multipliers), an implicit model
   (:class:`~jaxrod.system.multibody.MultibodySystem`) for :func:`jaxrod.simulate`.
+* :mod:`jaxrod.system.contact`: set-valued contact (spheres on planes and boxes, Signorini,
+  anisotropic Coulomb friction, impacts) of a system, integrated by Moreau time stepping
+  (:class:`~jaxrod.system.contact.ContactSystem`).
 * modal analysis of a system (any implicit model) is :func:`jaxrod.modal`
   (:mod:`jaxrod.analysis.modal`).
 """
@@ -35,3 +38,5 @@ __all__ = [
 __all__ += ["AbstractForce", "Damper", "ForceSet", "JointTorque", "PDController", "PointForce", "Spring", "TorsionDamper", "TorsionSpring"]  # noqa: E501
 from .hybrid import HybridSystem, RodClamp, RodPin  # noqa: E402  rods attached to bodies (issue 14 item 2)
 __all__ += ["HybridSystem", "RodClamp", "RodPin"]
+from .contact import Box, ContactSystem, Plane, SphereContact  # noqa: E402  set-valued contact (issue 23)
+__all__ += ["Box", "ContactSystem", "Plane", "SphereContact"]

@@ -76,6 +76,8 @@ LONGEST_FIRST = (  # the suite of 2026-11-27 (issue 21, opt level 0, empty cache
     "test_system_joints.py",
     "test_notebooks.py",
     "test_der_driven.py",
+    "test_snake.py",  # with test_contact.py about 100 s cold (added 2026-11-27, not yet profiled)
+    "test_contact.py",
     "test_calibrate.py",
     "test_notebooks_hybrid_systems.py",
 )

@@ -406,3 +406,16 @@ def test_bad_input_is_refused_naming_the_parameter():
         with pytest.raises(ValueError) as info:
             make()
         assert msg in str(info.value), (msg, str(info.value))
+
+
+def test_a_step_whose_contact_iteration_fails_names_that_solver():
+    # the same program as the resting ball (tolerances are array leaves): tolerances no change can
+    # meet make the prox iteration run out of sweeps in the first step
+    model = ball((0.0, 0.0, 0.1), (1.0, 0.0, 0.0))
+    model = eqx.tree_at(lambda s: (s.options.rtol, s.options.atol), model, (jnp.asarray(-1.0), jnp.asarray(-1.0)))
+    with pytest.raises(jaxrod.ConvergenceError) as info:
+        jaxrod.simulate(model, dt=DT, n_steps=3)
+    msg = str(info.value)
+    assert msg.startswith("the contact (prox) iteration did not converge at step 0"), msg
+    assert "last impulse change [N s]" in msg and "MoreauOptions.max_iterations" in msg and "Newton" not in msg
+    assert info.value.step == 0

@@ -471,6 +471,9 @@ class MoreauStepper(AbstractStepper):
     active)``; the stats are ``(converged, sweeps, 0, last change [N s], 0, 0)``."""
 
     model: AbstractMoreauModel
+    #: what a failed step's ConvergenceError names and advises (see results._failure_report)
+    failure = ("the contact (prox) iteration", "last impulse change [N s]",
+               "Try a smaller dt, more MoreauOptions.max_iterations or a looser MoreauOptions.rtol")
 
     def init(self, state, t0, dt):
         nc = state.impulses.shape[0]

@@ -134,9 +134,14 @@ def _valid_frames(converged, n_frames):
     return jnp.concatenate([jnp.ones(ok.shape[:-1] + (1,), bool), ok[..., per - 1 :: per]], axis=-1)
 
 
-def _failure_report(conv, rn, t0, dt):
+NEWTON_FAILURE = ("Newton", "residual max-norm", "Try a smaller dt, more max_steps or looser tolerances")
+
+
+def _failure_report(conv, rn, t0, dt, failure=NEWTON_FAILURE):
     """:class:`ConvergenceError` for host arrays ``conv``/``rn`` of shape ``(..., n_steps)``
-    (leading axes: batch members); ``None`` if every step converged."""
+    (leading axes: batch members); ``None`` if every step converged. ``failure``: ``(name of the
+    step's solver, what its stats' residual column measures, what to try)``, from the stepper's
+    ``failure`` attribute."""
     conv = np.asarray(conv, bool)
     rn = np.asarray(rn, float)
     t0 = np.broadcast_to(np.asarray(t0, float), conv.shape[:-1])
@@ -150,7 +155,8 @@ def _failure_report(conv, rn, t0, dt):
     if not failures:
         return None
     member, k, t, r = failures[0]
-    where = f"Newton did not converge at step {k} (t = {t:.6g} s): residual max-norm {r:.3e}"
+    solver, quantity, advice = failure
+    where = f"{solver} did not converge at step {k} (t = {t:.6g} s): {quantity} {r:.3e}"
     if conv.ndim > 1:
         members = tuple(f[0] for f in failures)
         shown = ", ".join(str(m) for m in members[:20]) + (", ..." if len(members) > 20 else "")
@@ -158,8 +164,8 @@ def _failure_report(conv, rn, t0, dt):
                f"member {member}: {where}")
     else:
         members, msg = None, where
-    msg += (". The run stopped there (later frames are invalid). Try a smaller dt, more max_steps or "
-            "looser tolerances; pass throw=False to get the trajectory up to the failure.")
+    msg += (f". The run stopped there (later frames are invalid). {advice}; pass throw=False to get the "
+            "trajectory up to the failure.")
     return ConvergenceError(msg, step=k, time=t, residual=r, members=members, failures=failures)
 
 
@@ -172,13 +178,13 @@ class _LastError:
 _last_error = _LastError()
 
 
-def _raise_in_program(traj, t0, dt):
+def _raise_in_program(traj, t0, dt, failure=NEWTON_FAILURE):
     """Thread a host callback into ``traj`` that raises :class:`ConvergenceError` when a step failed
     (used when ``simulate`` runs under ``jit``/``vmap``, where Python cannot see the values)."""
     sg = jax.lax.stop_gradient
 
     def callback(conv, rn, t0_, dt_):
-        err = _failure_report(conv, rn, t0_, dt_)
+        err = _failure_report(conv, rn, t0_, dt_, failure)
         if err is not None:
             with _last_error.lock:
                 _last_error.value = err

@@ -60,6 +60,19 @@ def git_commit(root=ROOT):
     return h, subject, bool(dirty)
 
 
+def git_sha(root=ROOT) -> str:
+    """Full hash of HEAD at ``root``, with ``-dirty`` when tracked files differ; ``"unknown"``
+    outside a checkout (recorded in the results JSON of a benchmark run)."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def git_describe(root=ROOT):
     """``"commit abc1234 subject"`` (+ a note on uncommitted changes in jaxrod/) for headers."""
     h, subject, dirty = git_commit(root)

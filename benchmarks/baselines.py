@@ -24,12 +24,13 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import git_sha  # noqa: E402
 
 from jaxrod.cases import real_data_baselines as rb  # noqa: E402
 
@@ -50,7 +51,7 @@ def run_paper_model(path=PAPER, segments=3):
     table, _ = cal.evaluate_all(dict(sm.INITIAL), segments)
     out = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": git_sha(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
         "command": "python benchmarks/baselines.py --paper-model",
         "values": dict(sm.INITIAL),
@@ -79,17 +80,6 @@ def _key(r):
     return (r["kind"], r["recording"], r["window"] if r["kind"] == "dynamic" else r["split"])
 
 
-def _git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true", help="print the tables only")
@@ -101,7 +91,7 @@ def main(argv=None) -> int:
         run_paper_model()
     result = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": git_sha(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
         "command": "python benchmarks/baselines.py",
         "metric": "mean over samples of the Euclidean tip distance, mm",

@@ -30,13 +30,14 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import git_sha  # noqa: E402
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 RESULT = os.path.join(ROOT, "benchmarks", "results", "soft_limb_tip_free.json")
@@ -47,17 +48,6 @@ RUNS = (
     ("tip_free_last_interval", "tip-free", "last-interval", False),
     ("all_tags", "all-tags", "rod-end", True),
 )
-
-
-def _git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run_one(name, alignment, tip_arclength, in_sample, frames=None, n_nodes=49):
@@ -135,7 +125,7 @@ def main(argv=None) -> int:
               f"+- {d['end_chord_angle_deg_std']:.2f} deg", flush=True)
     result = {
         "date_utc": started,
-        "git_commit": _git_commit(),
+        "git_commit": git_sha(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average_1_5_15_at_start": [round(x, 2) for x in load0],
         "load_average_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()],

@@ -19,7 +19,7 @@ import functools
 import equinox as eqx
 import jax
 
-from .results import Trajectory
+from .results import NEWTON_FAILURE, Trajectory
 
 
 def jit_when_eager(method):
@@ -95,6 +95,10 @@ class AbstractStepper(eqx.Module):
         """The state a run starts from: ``state0`` checked, or the model's default initial state
         at ``t0`` [s] when ``state0`` is ``None``."""
         return state0
+
+    #: ``(solver name, what the stats' residual column measures, what to try)`` for the
+    #: ConvergenceError of a failed step (:func:`jaxrod.integrate.results._failure_report`)
+    failure = NEWTON_FAILURE
 
     def describe(self) -> str:
         """A few words naming the model and the scheme (progress lines)."""

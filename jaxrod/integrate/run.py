@@ -45,7 +45,6 @@ from .results import (
     SolverStats,
     Trajectory,
     _failure_report,
-    NEWTON_FAILURE,
     _raise_in_program,
     _valid_frames,
 )
@@ -154,7 +153,7 @@ def simulate(
     traj = stepper.trajectory(put(times), frames, stats, stepper.final(res.carry), put(np.float64(dt)),
                               put(res.valid))
     if throw:
-        err = _failure_report(res.stats[0], res.stats[3], t0, dt, getattr(stepper, "failure", NEWTON_FAILURE))
+        err = _failure_report(res.stats[0], res.stats[3], t0, dt, stepper.failure)
         if err is not None:
             raise err
     if fallback:
@@ -190,7 +189,7 @@ def _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw):
     times = t0 + dt * save_every * jnp.arange(n_saves + 1, dtype=t0.dtype)
     traj = stepper.trajectory(times, frames, SolverStats(*stats), stepper.final(carry), dt, valid)
     if throw:
-        traj = _raise_in_program(traj, t0, dt, getattr(stepper, "failure", NEWTON_FAILURE))
+        traj = _raise_in_program(traj, t0, dt, stepper.failure)
     return traj
 
 

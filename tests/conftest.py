@@ -146,3 +146,18 @@ if _PROFILE_DIR:
                "child_cpu": round(k1 - k0, 3), "load": os.getloadavg()[0], "events": list(_events)}
         with open(os.path.join(_PROFILE_DIR, f"{worker}.jsonl"), "a") as f:
             f.write(json.dumps(rec) + "\n")
+
+
+@pytest.fixture(scope="session")
+def small_hybrid():
+    """Two 4-node DER rods clamped (first node) to a hub that carries an arm on a revolute joint:
+    the hybrid system of the drawing and export tests (built once; nothing simulated)."""
+    from jaxrod.system import HybridSystem, Revolute, RigidBody, RodClamp
+
+    rods = [jaxrod.DERModel(jaxrod.DERRod.cantilever(4, 0.3, clamped_ends="both", start=(0.05, y, 0.0),
+                                                     youngs_modulus=2e7, density=1000.0, radius=4e-3))
+            for y in (0.0, 0.1)]
+    bodies = [RigidBody("hub", 0.2, [1e-4] * 3, position=(0.0, 0.05, 0.0)),
+              RigidBody("arm", 0.1, [1e-4] * 3, position=(0.0, 0.05, -0.15))]
+    joints = [Revolute("hub", "arm", point=(0.0, 0.05, -0.05), axis=(0.0, 1.0, 0.0))]
+    return HybridSystem(rods, bodies, joints, [RodClamp(0, 0, "hub"), RodClamp(1, 0, "hub")])

@@ -12,7 +12,7 @@ import pytest
 import jaxrod
 from jaxrod.export import export_paraview
 from jaxrod.integrate import Trajectory
-from jaxrod.system import HybridSystem, MultibodySystem, Revolute, RigidBody, RodClamp
+from jaxrod.system import MultibodySystem, Revolute, RigidBody
 
 meshio = pytest.importorskip("meshio")
 RNG = np.random.default_rng(0)
@@ -88,20 +88,9 @@ def test_network_limbs_are_separate_polylines_sharing_the_joint(tmp_path):
     np.testing.assert_array_equal(_lines(mesh), [[0, 1], [1, 2], [3, 4], [4, 5], [6, 7]])
 
 
-@pytest.fixture(scope="module")
-def hybrid():
-    rods = [jaxrod.DERModel(jaxrod.DERRod.cantilever(4, 0.3, clamped_ends="both", start=(0.05, y, 0.0),
-                                                     youngs_modulus=2e7, density=1000.0, radius=4e-3))
-            for y in (0.0, 0.1)]
-    bodies = [RigidBody("hub", 0.2, [1e-4, 1e-4, 1e-4], position=(0.0, 0.05, 0.0)),
-              RigidBody("arm", 0.1, [1e-4, 1e-4, 1e-4], position=(0.0, 0.05, -0.15))]
-    joints = [Revolute("hub", "arm", point=(0.0, 0.05, -0.05), axis=(0.0, 1.0, 0.0))]
-    return HybridSystem(rods, bodies, joints, [RodClamp(0, 0, "hub"), RodClamp(1, 0, "hub")])
-
-
-def test_hybrid_rods_and_bodies_with_their_frames(tmp_path, hybrid):
+def test_hybrid_rods_and_bodies_with_their_frames(tmp_path, small_hybrid):
     traj = _traj(4 + 4 + 2, 3 + 3 + 2)  # 2 DER rods of 4 nodes (3 edges each), then 2 bodies
-    (_, mesh), *_ = _read(export_paraview(traj, tmp_path / "hyb.pvd", hybrid))
+    (_, mesh), *_ = _read(export_paraview(traj, tmp_path / "hyb.pvd", small_hybrid))
     np.testing.assert_array_equal(mesh.points, traj.positions[0])
     np.testing.assert_array_equal(mesh.point_data["rod"], [0] * 4 + [1] * 4 + [-1, -1])
     np.testing.assert_array_equal(mesh.point_data["body"], [-1] * 8 + [0, 1])

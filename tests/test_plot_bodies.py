@@ -9,25 +9,13 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 
-import jaxrod  # noqa: E402
 from jaxrod.integrate import Trajectory  # noqa: E402
 from jaxrod.plot import animate_bodies, plot_bodies  # noqa: E402
 from PIL import Image  # noqa: E402
-from jaxrod.system import HybridSystem, Revolute, RigidBody, RodClamp  # noqa: E402
 
 
-def _hybrid():
-    rods = [jaxrod.DERModel(jaxrod.DERRod.cantilever(4, 0.3, clamped_ends="both", start=(0.05, y, 0.0),
-                                                     youngs_modulus=2e7, density=1000.0, radius=4e-3))
-            for y in (0.0, 0.1)]
-    bodies = [RigidBody("hub", 0.2, [1e-4] * 3, position=(0.0, 0.05, 0.0)),
-              RigidBody("arm", 0.1, [1e-4] * 3, position=(0.0, 0.05, -0.15))]
-    return HybridSystem(rods, bodies, [Revolute("hub", "arm", point=(0.0, 0.05, -0.05), axis=(0.0, 1.0, 0.0))],
-                        [RodClamp(0, 0, "hub"), RodClamp(1, 0, "hub")])
-
-
-def test_hybrid_figure_draws_rods_and_the_right_body_rows(tmp_path):
-    system = _hybrid()
+def test_hybrid_figure_draws_rods_and_the_right_body_rows(tmp_path, small_hybrid):
+    system = small_hybrid
     T = 11
     pos = np.random.default_rng(1).standard_normal((T, 10, 3))  # rods: rows 0-3 and 4-7; bodies: 8, 9
     traj = Trajectory(times=0.1 * np.arange(T), positions=pos, frames=None, twist=None, q=np.zeros((T, 1)),
@@ -49,8 +37,8 @@ def test_hybrid_figure_draws_rods_and_the_right_body_rows(tmp_path):
         np.testing.assert_array_equal(z, pos[:, row, 2])
 
 
-def test_hybrid_gif_moves_rods_and_bodies(tmp_path):
-    system = _hybrid()
+def test_hybrid_gif_moves_rods_and_bodies(tmp_path, small_hybrid):
+    system = small_hybrid
     T = 6
     base = np.zeros((10, 3))
     base[:4, 0] = base[4:8, 0] = np.linspace(0.0, 0.3, 4)  # two straight rods along x

@@ -97,6 +97,7 @@ _LAZY = {
     "NewtonSolver": ".solvers.newton",
     "newton_solve": ".solvers.newton",
     "load_model": ".modelfile",
+    "load_robot": ".modelfile",
     "ModalResult": ".analysis",
     "modal": ".analysis",
     "BDF2": ".integrate.schemes",
@@ -145,7 +146,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     )
     from .solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
     from .solvers.newton import NewtonResult, NewtonSolver, newton_solve
-    from .modelfile import load_model
+    from .modelfile import load_model, load_robot
     from .analysis import ModalResult, modal
     from .integrate.schemes import (
         BDF2,
@@ -245,6 +246,7 @@ __all__ = [
     "geometry",
     "implicit_step",
     "load_model",
+    "load_robot",
     "modal",
     "newton_solve",
     "scenes",

@@ -285,7 +285,8 @@ def _is_model_file(name):
     """A path ending in .toml, an existing file, or the name of a shipped example model file
     (checked on disk: nothing is imported)."""
     examples = os.path.join(os.path.dirname(__file__), "modelfile", "examples")
-    return (name.endswith(".toml") or os.path.isfile(name) or os.path.isfile(os.path.join(examples, name + ".toml"))
+    return (name.endswith((".toml", ".urdf")) or os.path.isfile(name) or os.path.isfile(os.path.join(examples, name + ".toml"))
+            or (name.endswith(".xml") and os.path.isfile(os.path.join(examples, name)))
             or (os.sep in name and os.path.isdir(name)))  # a path to a directory: reported as one
 
 

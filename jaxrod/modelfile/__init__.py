@@ -5,6 +5,9 @@
   ``.state0``, ``.dt``, ``.duration``, ``.scheme``..., ``.simulate()``).
 * ``jaxrod simulate path/to/model.toml`` runs one from the command line; the shipped examples
   (:data:`EXAMPLES_DIR`, :func:`example_names`) are found by name: ``jaxrod simulate pendulum.toml``.
+* :func:`load_robot` (also ``jaxrod.load_robot``): a URDF or MJCF robot file -> the same
+  :class:`LoadedModel` (:mod:`~jaxrod.modelfile.urdf`, :mod:`~jaxrod.modelfile.mjcf`); a TOML file
+  includes one with ``[include] urdf = "arm.urdf"`` and attaches rods and loads to its links.
 * :class:`ModelFileError`: every problem, as ``FILE: TABLE.KEY: what is wrong and what is allowed``.
 * :data:`JOINT_TYPES`, :data:`ROD_MODELS`: the element tables (add a joint type there).
 
@@ -13,7 +16,7 @@ Python) before the model is built, so a bad file is reported at once.
 """
 
 from .errors import ModelFileError
-from .load import EXAMPLES_DIR, LoadedModel, example_names, load_model
+from .load import EXAMPLES_DIR, LoadedModel, example_names, load_model, load_robot
 from .registry import JOINT_TYPES, ROD_MODELS
 
-__all__ = ["EXAMPLES_DIR", "JOINT_TYPES", "LoadedModel", "ModelFileError", "ROD_MODELS", "example_names", "load_model"]
+__all__ = ["EXAMPLES_DIR", "JOINT_TYPES", "LoadedModel", "ModelFileError", "ROD_MODELS", "example_names", "load_model", "load_robot"]

@@ -19,7 +19,10 @@ from .report import QUANTITIES, default_quantities, summary_lines
 from .rods import read_rod
 from .values import Table
 
-__all__ = ["EXAMPLES_DIR", "LoadedModel", "example_names", "load_model", "resolve"]
+__all__ = ["EXAMPLES_DIR", "LoadedModel", "example_names", "load_model", "load_robot", "resolve"]
+
+#: suffixes of robot description files (URDF, MJCF) that :func:`load_model` hands to :func:`load_robot`
+ROBOT_SUFFIXES = (".urdf", ".xml", ".mjcf")
 
 #: the shipped example files (``jaxrod simulate pendulum.toml`` finds them by name)
 EXAMPLES_DIR = Path(__file__).with_name("examples")
@@ -113,7 +116,7 @@ class LoadedModel:
 
 
 #: the top-level tables of a model file
-TOP_LEVEL_TABLES = ("model", "world", "bodies", "joints", "constraints", "rods", "loads", "attachments",
+TOP_LEVEL_TABLES = ("model", "include", "world", "bodies", "joints", "constraints", "rods", "loads", "attachments",
                     "simulation", "output")
 
 
@@ -265,6 +268,106 @@ def _scheme(sim, default, where):
     return scheme_from_name(name)
 
 
+def _read_include(root, path):
+    """``[include]``: the bodies and joints of a URDF (``urdf = "arm.urdf"``) or MJCF (``mjcf =
+    "arm.xml"``) file, relative to the model file; options ``fixed_base`` (URDF),
+    ``joint_positions`` (a table of joint name -> rad or m), ``limit_stiffness``,
+    ``limit_damping``. The links become bodies named as in the robot file, so the model file's
+    joints, loads and attachments name them."""
+    from .robot_tree import to_tables
+
+    t = root.table("include", None)
+    if t is None:
+        return [], []
+    if ("urdf" in t) == ("mjcf" in t):
+        raise t.error(None, "give exactly one of urdf = \"FILE.urdf\" or mjcf = \"FILE.xml\"")
+    fmt = "urdf" if "urdf" in t else "mjcf"
+    target = Path(path).parent / t.string(fmt)
+    if not target.is_file():
+        raise t.error(fmt, f"no such file: {target}")
+    options = {}
+    if fmt == "urdf":
+        options["fixed_base"] = t.boolean("fixed_base", True)
+    jp = t.table("joint_positions", None)
+    if jp is not None:
+        options["joint_positions"] = {k: jp.number(k, "") for k in jp.keys()}
+        jp.finish()
+    options["limit_stiffness"] = t.number("limit_stiffness", "", 0.0, nonnegative=True)
+    options["limit_damping"] = t.number("limit_damping", "", 0.0, nonnegative=True)
+    t.finish()
+    try:
+        tree = _read_tree(target, fmt, options)
+    except ValueError as e:
+        if isinstance(e, ModelFileError):
+            raise
+        raise t.error("joint_positions", str(e)) from None
+    return to_tables(tree)
+
+
+def _read_tree(path, fmt, options):
+    if fmt == "urdf":
+        from .urdf import read_urdf
+
+        return read_urdf(path, **options)
+    from .mjcf import read_mjcf
+
+    return read_mjcf(path, **options)
+
+
+def load_robot(path, *, fixed_base=None, joint_positions=None, gravity=None, limit_stiffness=0.0,
+               limit_damping=0.0, dt=None, duration=1.0) -> LoadedModel:
+    """A URDF (``.urdf``) or MJCF (``.xml``) robot as a :class:`LoadedModel` of kind ``"system"``
+    (a :class:`~jaxrod.system.MultibodySystem`; see :mod:`jaxrod.modelfile.urdf` and
+    :mod:`jaxrod.modelfile.mjcf` for what is read). ``jaxrod simulate arm.urdf`` and
+    :func:`load_model` call it with the defaults.
+
+    Arguments:
+        fixed_base: URDF only: weld the root link to the world (default ``True``).
+        joint_positions: ``{joint name: position}`` [rad or m] of the initial configuration.
+        gravity: ``(3,)`` [m/s^2]; default: MJCF's ``<option gravity>``, for URDF
+            ``(0, 0, -9.81)`` (ROS's z-up convention).
+        limit_stiffness, limit_damping: penalty stops enforcing the file's joint limits (0: the
+            limits are not enforced, with a warning).
+        dt: time step [s]; default: MJCF's ``<option timestep>``, 1 ms for URDF.
+        duration: simulated time of a run [s].
+
+    Links welded by fixed joints are merged into one body; each body's frame is its principal
+    inertia frame at its centre of mass.
+    """
+    from ..integrate.schemes import AverageVectorField
+    from .mechanism import build_system
+    from .report import default_quantities
+    from .robot_tree import to_tables
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in ROBOT_SUFFIXES:
+        raise ModelFileError(path, "", f"unknown robot file type {suffix!r}: expected .urdf or an MJCF .xml")
+    if not path.is_file():
+        raise ModelFileError(path, "", "no such file")
+    fmt = "urdf" if suffix == ".urdf" else "mjcf"
+    options = {"joint_positions": joint_positions, "limit_stiffness": limit_stiffness, "limit_damping": limit_damping}
+    if fixed_base is not None:
+        if fmt == "mjcf":
+            raise ValueError("fixed_base applies to URDF files; in MJCF a body moves freely when it has a "
+                             "<freejoint/>")
+        options["fixed_base"] = fixed_base
+    tree = _read_tree(path, fmt, options)
+    bodies, joints = to_tables(tree)
+    if not bodies:
+        raise ModelFileError(path, "", "has no moving link (every link is welded to the world)")
+    if gravity is None:
+        gravity = tree.gravity if tree.gravity is not None else (0.0, 0.0, -9.81)
+    dt = dt if dt is not None else (tree.timestep or 1e-3)
+    for value, label in ((dt, "dt"), (duration, "duration")):
+        if not value > 0:
+            raise ValueError(f"{label} must be > 0 [s], got {value!r}")
+    model = build_system(bodies, joints, list(gravity))
+    return LoadedModel(path=str(path), name=path.stem, description=f"{fmt.upper()} robot {path.name}", kind="system",
+                       model=model, dt=float(dt), duration=float(duration), scheme=AverageVectorField(),
+                       quantities=tuple(default_quantities("system")), body_names=tuple(b["name"] for b in bodies))
+
+
 def load_model(path) -> LoadedModel:
     """Read, check and build the model file ``path`` (a path, or the name of a shipped example).
 
@@ -274,6 +377,8 @@ def load_model(path) -> LoadedModel:
             types, shapes, signs or units, joints naming missing bodies, joints closing a loop.
     """
     path = resolve(path)
+    if path.suffix.lower() in ROBOT_SUFFIXES:
+        return load_robot(path)
     root = _parse(path)
     # a misspelt table ([bodys.bob], [simulaton]) is reported as itself, before its absence is
     for key in root.keys():
@@ -288,9 +393,14 @@ def load_model(path) -> LoadedModel:
     gravity = world.vector("gravity", 3, "m/s^2", None)
     world.finish()
 
-    bodies = [dict(read_body(n, t), where=t.where, path=str(path)) for n, t in root.table("bodies", {}).tables()]
+    bodies, joints = _read_include(root, path)
+    bodies += [dict(read_body(n, t), where=t.where, path=str(path)) for n, t in root.table("bodies", {}).tables()]
     body_names = [b["name"] for b in bodies]
-    joints = [read_joint(n, t, body_names) for n, t in root.table("joints", {}).tables()]
+    if len(set(body_names)) < len(body_names):
+        twice = sorted({n for n in body_names if body_names.count(n) > 1})
+        raise root.error("bodies", f"bodies named twice: {twice} (a [bodies] table repeats a link of the included "
+                                   "robot file)")
+    joints += [read_joint(n, t, body_names) for n, t in root.table("joints", {}).tables()]
     constraints = [read_joint(n, t, body_names) for n, t in root.table("constraints", {}).tables()]
     check_loops(path, joints, constraints)
     rods = {n: read_rod(n, t) for n, t in root.table("rods", {}).tables()}

@@ -15,6 +15,8 @@ Signals of other shapes (not profiles):
   (prescribed DOFs of a model, a measured load);
 * :class:`SampledTrajectory`: a scalar natural C2 cubic spline through samples (prescribed joint
   coordinates of a multibody system: continuous velocities and accelerations);
+* :class:`OfTime`: a signal of time as an input that is also handed the state
+  (``(t, *state) -> signal(t)``: a sampled motor torque for :class:`~jaxrod.system.JointTorque`);
 * :class:`LinearRamp`: the actuation map ``(t, stored) -> clip((t - start) / duration, 0, 1) *
   stored`` of a DER network's natural curvature.
 """
@@ -32,6 +34,7 @@ __all__ = [
     "Constant",
     "Hat",
     "LinearRamp",
+    "OfTime",
     "ReleasedAt",
     "SampledMotion",
     "SampledTrajectory",
@@ -209,6 +212,17 @@ class SampledTrajectory(eqx.Module):
         h = ts[i + 1] - ts[i]
         a, b = (ts[i + 1] - tc) / h, (tc - ts[i]) / h
         return a * y[i] + b * y[i + 1] + ((a**3 - a) * M[i] + (b**3 - b) * M[i + 1]) * h * h / 6.0
+
+
+class OfTime(eqx.Module):
+    """``(t, *state) -> signal(t)``: a signal of time only, where the caller also passes the
+    state (``JointTorque.torque(t, angle, rate)``). ``signal`` is any traceable ``t -> value``
+    (a :class:`Samples`, a :class:`SampledTrajectory`...); its arrays stay leaves."""
+
+    signal: eqx.Module
+
+    def __call__(self, t, *state):
+        return self.signal(t)
 
 
 class LinearRamp(eqx.Module):

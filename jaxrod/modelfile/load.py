@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .errors import ModelFileError, closest
 from .mechanism import build_hybrid, build_system, check_loops, read_body, read_joint
+from .registry import FORCE_TYPES
 from .report import QUANTITIES, default_quantities, summary_lines
 from .rods import read_rod
 from .values import Table
@@ -70,6 +71,8 @@ class LoadedModel:
         plot, animate: figure / GIF file names from ``[output]`` (or ``None``).
         body_names: names of the bodies, in the order of the model's arrays.
         reference: reference values of a built-in scene (empty otherwise).
+        modal_modes: ``[analysis] modal = true``: the number of modes ``jaxrod simulate`` prints
+            (``n_modes``, default 6) before the run; ``None``: no modal analysis.
     """
 
     path: str
@@ -90,6 +93,7 @@ class LoadedModel:
     animate: str | None = None
     body_names: tuple = ()
     reference: dict = field(default_factory=dict)
+    modal_modes: int | None = None
 
     @property
     def n_steps(self) -> int:
@@ -116,8 +120,8 @@ class LoadedModel:
 
 
 #: the top-level tables of a model file
-TOP_LEVEL_TABLES = ("model", "include", "world", "bodies", "joints", "constraints", "rods", "loads", "attachments",
-                    "simulation", "output")
+TOP_LEVEL_TABLES = ("model", "include", "world", "bodies", "joints", "constraints", "forces", "rods", "loads",
+                    "attachments", "simulation", "analysis", "output")
 
 
 def _parse(path: Path):
@@ -226,6 +230,18 @@ def _read_simulation(root, rod_settings, kind):
         newton.finish()
     t.finish()
     return out
+
+
+def _read_analysis(root, kind_hint):
+    """``[analysis]``: ``modal = true`` (print the lowest ``n_modes`` natural frequencies about the
+    static equilibrium before a run, as ``jaxrod modal FILE`` does)."""
+    t = root.table("analysis", None)
+    if t is None:
+        return None
+    modal = t.boolean("modal", False)
+    n = t.integer("n_modes", 6, minimum=1)
+    t.finish()
+    return n if modal else None
 
 
 def _req():
@@ -402,6 +418,7 @@ def load_model(path) -> LoadedModel:
                                    "robot file)")
     joints += [read_joint(n, t, body_names) for n, t in root.table("joints", {}).tables()]
     constraints = [read_joint(n, t, body_names) for n, t in root.table("constraints", {}).tables()]
+    forces = [read_joint(n, t, body_names, FORCE_TYPES) for n, t in root.table("forces", {}).tables()]
     check_loops(path, joints, constraints)
     rods = {n: read_rod(n, t) for n, t in root.table("rods", {}).tables()}
     body_loads, rod_loads = _read_loads(root, body_names, rods)
@@ -409,6 +426,10 @@ def load_model(path) -> LoadedModel:
     if not bodies and not rods:
         raise root.error(None, "the file describes no model: add [bodies.NAME] (rigid bodies) or [rods.NAME]")
     attachments = _read_attachments(root, body_names, rods)
+    if forces and rods:
+        raise root.error("forces", "force elements ([forces]) act between rigid bodies of a file without rods; "
+                                   "in a file with rods, use joint springs/dampers/inputs ([joints]) or [[loads]]")
+    analysis = _read_analysis(root, kind_hint=bool(bodies) and not rods)
     if bodies and rods and not attachments:
         raise root.error("rods", "a file with both rigid bodies and rods couples them by [[attachments]] "
                                  "(type = \"clamp\" or \"pin\", rod, body, edge or node); none given")
@@ -434,7 +455,7 @@ def load_model(path) -> LoadedModel:
             b["force"] = [x + y for x, y in zip(b["force"], f)]
             b["torque"] = [x + y for x, y in zip(b["torque"], tau)]
     if kind == "system":
-        model = build_system(bodies, joints + constraints, gravity)
+        model = build_system(bodies, joints + constraints, gravity, forces)
     elif kind == "hybrid":
         model = build_hybrid(path, bodies, joints + constraints, rods, rod_loads, attachments, gravity)
     else:
@@ -452,4 +473,5 @@ def load_model(path) -> LoadedModel:
         scheme=None if sim["static"] else _scheme(sim, scheme_default, sim_table), solver=solver, static=sim["static"],
         load_steps=sim["load_steps"], save_every=sim.get("save_every", 1), quantities=output["quantities"],
         plot=output["plot"], animate=output["animate"], body_names=tuple(body_names), reference=reference,
+        modal_modes=analysis,
     )

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 from .errors import closest
-from .registry import JOINT_TYPES
+from .registry import FORCE_TYPES, JOINT_TYPES
 from .topology import WORLD, find_loop
 from .values import REQUIRED, Table
 
-__all__ = ["read_body", "read_joint", "check_loops", "build_system"]
+__all__ = ["read_body", "read_joint", "check_loops", "build_system", "build_signal"]
 
 _ZERO3 = [0.0, 0.0, 0.0]
 
@@ -60,10 +60,12 @@ def _body_name(t: Table, key, bodies, default, allow_world):
     return name
 
 
-def read_joint(name, t: Table, bodies) -> dict:
-    """``{"type", "body1", "body2", "keys", "where"}`` from a ``[joints.NAME]`` table."""
-    kind = t.string("type", choices=tuple(JOINT_TYPES))
-    spec = JOINT_TYPES[kind]
+def read_joint(name, t: Table, bodies, types=None) -> dict:
+    """``{"type", "body1", "body2", "keys", "where"}`` from a ``[joints.NAME]`` table (or, with
+    ``types=FORCE_TYPES``, a ``[forces.NAME]`` table)."""
+    types = JOINT_TYPES if types is None else types
+    kind = t.string("type", choices=tuple(types))
+    spec = types[kind]
     b1 = _body_name(t, "body1", bodies, WORLD, True)
     b2 = _body_name(t, "body2", bodies, REQUIRED, False)
     if b1 == b2:
@@ -110,6 +112,41 @@ def _parallel(a, b, tol=1e-9):
     return math.sqrt(sum(x * x for x in cross)) <= tol * math.sqrt(sum(x * x for x in a) * sum(x * x for x in b))
 
 
+def build_signal(signal, kind, target):
+    """The JAX signal of a :class:`~jaxrod.modelfile.values.Signal`: an ``"input"`` is linear
+    between samples (:class:`~jaxrod.signals.Samples`), a ``"motion"`` a C2 cubic spline
+    (:class:`~jaxrod.signals.SampledTrajectory`, so prescribed velocities and accelerations are
+    continuous; one sample: a constant); for a :class:`~jaxrod.system.JointTorque` (``target``)
+    it is wrapped to take ``(t, angle, rate)``."""
+    from ..signals import OfTime, SampledTrajectory, Samples
+
+    times, values = signal.times, signal.values
+    if kind == "motion":
+        if len(times) == 1:
+            times, values = [times[0], times[0] + 1.0], values * 2
+        fn = SampledTrajectory(times, values)
+    else:
+        fn = Samples(times, values)
+    return OfTime(fn) if target.endswith(":JointTorque") else fn
+
+
+def _build_elements(elements, types):
+    from .errors import ModelFileError
+    from .values import Signal
+
+    built = []
+    for j in elements:
+        spec = types[j["type"]]
+        cls = spec.load()
+        keys = {k: build_signal(v, spec.keys[k].kind, spec.target) if isinstance(v, Signal) else v
+                for k, v in j["keys"].items()}
+        try:
+            built.append(cls(None if j["body1"] == WORLD else j["body1"], j["body2"], **keys))
+        except ValueError as e:
+            raise ModelFileError(j["path"], j["where"], str(e)) from None
+    return built
+
+
 def _build_parts(bodies, joints):
     """``(RigidBody list, joint list)``; a constructor's ``ValueError`` comes back as a
     :class:`~jaxrod.modelfile.errors.ModelFileError` naming the table."""
@@ -122,21 +159,16 @@ def _build_parts(bodies, joints):
             built_bodies.append(RigidBody(**{k: v for k, v in b.items() if k not in ("where", "path")}))
         except ValueError as e:
             raise ModelFileError(b["path"], b["where"], str(e)) from None
-    built_joints = []
-    for j in joints:
-        cls = JOINT_TYPES[j["type"]].load()
-        try:
-            built_joints.append(cls(None if j["body1"] == WORLD else j["body1"], j["body2"], **j["keys"]))
-        except ValueError as e:
-            raise ModelFileError(j["path"], j["where"], str(e)) from None
-    return built_bodies, built_joints
+    return built_bodies, _build_elements(joints, JOINT_TYPES)
 
 
-def build_system(bodies, joints, gravity):
-    """The :class:`~jaxrod.system.MultibodySystem` of the checked tables."""
+def build_system(bodies, joints, gravity, forces=()):
+    """The :class:`~jaxrod.system.MultibodySystem` of the checked tables (``forces``: read
+    ``[forces.NAME]`` tables)."""
     from ..system import MultibodySystem
 
-    return MultibodySystem(*_build_parts(bodies, joints), gravity=gravity or _ZERO3)
+    return MultibodySystem(*_build_parts(bodies, joints), gravity=gravity or _ZERO3,
+                           forces=_build_elements(forces, FORCE_TYPES))
 
 
 def build_hybrid(path, bodies, joints, rods, rod_loads, attachments, gravity):

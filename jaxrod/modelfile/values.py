@@ -17,7 +17,7 @@ import re
 
 from .errors import ModelFileError, closest
 
-__all__ = ["REQUIRED", "Table", "UNITS"]
+__all__ = ["REQUIRED", "Signal", "Table", "UNITS"]
 
 #: SI unit of a key -> accepted unit strings and their factor to that SI unit.
 UNITS = {
@@ -45,6 +45,18 @@ REQUIRED = _Required()
 def _type_name(v):
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
             dict: "a table"}.get(type(v), type(v).__name__)
+
+
+class Signal:
+    """A time signal read from a model file: samples ``times`` [s] and ``values`` (the key's
+    unit), from an inline table or a CSV file; built into a JAX signal when the model is built
+    (:func:`~jaxrod.modelfile.mechanism.build_signal`)."""
+
+    def __init__(self, times, values, source):
+        self.times, self.values, self.source = list(times), list(values), source
+
+    def __repr__(self):
+        return f"Signal({len(self.times)} samples from {self.source})"
 
 
 class Table:
@@ -115,6 +127,67 @@ class Table:
         if bad:
             raise self.error(key, f"expected {what}, got {v!r}")
         return x
+
+    def signal(self, key, unit, default=REQUIRED):
+        """A time signal: a number (constant), ``{ times = [...], values = [...] }`` (times [s],
+        strictly increasing; values in ``unit``, unit strings allowed) or ``{ csv = "FILE",
+        time = "COLUMN", value = "COLUMN" }`` (a CSV file with a header row, relative to the model
+        file; times in s, values in ``unit``). Returns a :class:`Signal` (or ``default``)."""
+        what = (f"a number in {unit or '(no unit)'}, {{ times = [...], values = [...] }} or "
+                "{ csv = \"FILE\", time = \"COLUMN\", value = \"COLUMN\" }")
+        v, given = self._get(key, default, what)
+        if not given:
+            return v
+        if not isinstance(v, dict):
+            return Signal([0.0], [self._to_float(key, v, unit, what)], "a constant")
+        sub = Table(self.path, self.at(key), v)
+        if "csv" in sub:
+            times, values, source = self._csv_signal(sub, unit)
+        else:
+            times = [sub._to_float("times", x, "s", "a time in s") for x in sub._list("times")]
+            values = [sub._to_float("values", x, unit, f"a number in {unit}") for x in sub._list("values")]
+            source = "inline samples"
+            if len(values) != len(times):
+                raise sub.error("values", f"expected {len(times)} values (one per time), got {len(values)}")
+        sub.finish()
+        if not times or any(b <= a for a, b in zip(times, times[1:])) or not all(map(math.isfinite, times + values)):
+            raise sub.error("times", f"expected >= 1 finite, strictly increasing times [s] with finite values, from "
+                                     f"{source}")
+        return Signal(times, values, source)
+
+    def _list(self, key):
+        v, _ = self._get(key, REQUIRED, "an array of numbers")
+        if not isinstance(v, list):
+            raise self.error(key, f"expected an array of numbers, got {_type_name(v)} {v!r}")
+        return v
+
+    def _csv_signal(self, sub, unit):
+        import csv
+        from pathlib import Path
+
+        name = sub.string("csv")
+        file = Path(self.path).parent / name
+        tcol, vcol = sub.string("time", "t"), sub.string("value", "value")
+        try:
+            with open(file, newline="") as f:
+                rows = list(csv.DictReader(f))
+        except OSError as e:
+            raise sub.error("csv", f"cannot read {str(file)!r}: {e.strerror or e}") from None
+        if not rows:
+            raise sub.error("csv", f"{str(file)!r} has no data rows (a header row, then one row per sample)")
+        for col, key in ((tcol, "time"), (vcol, "value")):
+            if col not in rows[0]:
+                raise sub.error(key, f"no column {col!r} in {str(file)!r}{closest(col, rows[0])}; columns: "
+                                     f"{', '.join(rows[0])}")
+        out = ([], [])
+        for i, row in enumerate(rows, start=2):
+            for col, dest in ((tcol, out[0]), (vcol, out[1])):
+                try:
+                    dest.append(float(row[col]))
+                except (TypeError, ValueError):
+                    raise sub.error("csv", f"{str(file)!r} line {i}, column {col!r}: expected a number, got "
+                                           f"{row[col]!r}") from None
+        return out[0], out[1], f"{name} ({vcol} vs {tcol})"  # SI: s and the key's unit
 
     def integer(self, key, default=REQUIRED, *, minimum=None):
         what = "an integer" + (f" >= {minimum}" if minimum is not None else "")

@@ -72,3 +72,12 @@ def test_readme_is_short_and_keeps_the_ci_command():
     assert cmds and cmds[0].startswith("python3 -m pytest"), "README.md lost the test command that .ci/run runs"
     for link in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / link).exists(), f"README.md links to a missing page: {link}"
+
+
+def test_docs_list_every_scene():
+    """docs/cli.md lists every built-in scene (the table `jaxrod scenes` prints)."""
+    from jaxrod.scenes.registry import REGISTRY
+
+    text = _text(ROOT / "docs" / "cli.md")
+    missing = sorted(name for name in REGISTRY if f"| `{name}` |" not in text)
+    assert not missing, f"docs/cli.md does not list the scenes {missing}"

@@ -2,7 +2,7 @@
 
 A new joint class becomes available to model files by adding one :class:`JointType` line to
 :data:`JOINT_TYPES` (its class and the keys it reads, each with its SI unit); the loader, the
-validation and the README's key list all come from these tables. Nothing here imports JAX: the
+validation and the key list of docs/modelfiles.md all come from these tables. Nothing here imports JAX: the
 classes are named by ``"module:Class"`` and imported when a model is built.
 """
 
@@ -25,7 +25,7 @@ class Key:
             ``"nonnegative"`` (>= 0) or ``"positive"`` (> 0).
         unit: SI unit (``""`` for dimensionless), shown in messages.
         default: value when absent (``REQUIRED``: must be given).
-        doc: one line for the README / ``--help``.
+        doc: one line for docs/modelfiles.md / ``--help``.
     """
 
     kind: str

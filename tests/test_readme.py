@@ -81,3 +81,28 @@ def test_docs_list_every_scene():
     text = _text(ROOT / "docs" / "cli.md")
     missing = sorted(name for name in REGISTRY if f"| `{name}` |" not in text)
     assert not missing, f"docs/cli.md does not list the scenes {missing}"
+
+
+def joint_types_table():
+    """The markdown table of model-file joint types docs/modelfiles.md carries, from the registry
+    (``jaxrod.modelfile.registry.JOINT_TYPES``: the loader and its validation read the same)."""
+    from jaxrod.modelfile.registry import JOINT_TYPES
+    from jaxrod.modelfile.values import REQUIRED
+
+    def key(name, k):
+        unit = f" [{k.unit}]" if k.unit else ""
+        default = "required" if k.default is REQUIRED else f"default {k.default:g}"
+        return f"`{name}`{unit} ({default}): {k.doc}"
+
+    rows = ["| `type` | class | what | keys |", "|---|---|---|---|"]
+    for name, t in JOINT_TYPES.items():
+        rows.append(f"| `{name}` | `{t.target.replace(':', '.')}` | {t.doc} | "
+                    + "<br>".join(key(n, k) for n, k in t.keys.items()) + " |")
+    return "\n".join(rows)
+
+
+def test_docs_joint_types_table_is_the_registry():
+    text = _text(ROOT / "docs" / "modelfiles.md")
+    assert joint_types_table() in text, (
+        "docs/modelfiles.md's joint-type table differs from jaxrod.modelfile.registry.JOINT_TYPES; "
+        "paste tests.test_readme.joint_types_table() into it")

@@ -2,8 +2,9 @@
 
 A new joint class becomes available to model files by adding one :class:`JointType` line to
 :data:`JOINT_TYPES` (its class and the keys it reads, each with its SI unit); the loader, the
-validation and the key list of docs/modelfiles.md all come from these tables. Nothing here imports JAX: the
-classes are named by ``"module:Class"`` and imported when a model is built.
+validation and the joint table of docs/modelfiles.md (checked by tests/test_readme.py) come from
+these tables. Nothing here imports JAX: the classes are named by ``"module:Class"`` and imported
+when a model is built.
 """
 
 from __future__ import annotations

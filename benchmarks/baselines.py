@@ -4,17 +4,19 @@ Usage::
 
     python benchmarks/baselines.py            # print both tables, write benchmarks/results/baselines.json
     python benchmarks/baselines.py --no-write # print only
-    python benchmarks/baselines.py --paper-model  # first simulate the UNFITTED Table-2 model on README's
+    python benchmarks/baselines.py --paper-model  # first simulate the UNFITTED Table-2 model on the docs table's
                                                   # windows (minutes), written to
                                                   # benchmarks/results/stiff_flop_paper_model.json
 
 What is computed (:mod:`jaxrod.cases.real_data_baselines`; NumPy only, a few seconds): on
 STIFF-FLOP, the rest tip, the mean training tip and the pressure-only linear map ``tip = W [p, 1]``,
 fitted on the samples of our fit (NoLoad 0-29 s) and scored with TMTDyn's metric on every window of
-README's table, the whole Load recordings and Load2 after TMTDyn's window; on the soft limb, the
+the table of docs/papers/tmtdyn-stiff-flop.md, the whole Load recordings and Load2 after TMTDyn's
+window; on the soft limb, the
 chord extrapolations of the tip tag (109) and, on a frame split, the constant and linear maps.
-"Our model" is the number README reports today (quoted, not re-run); TMTDyn's and DisMech's
-published numbers are not comparable (other windows, inputs, preprocessing; see README).
+"Our model" is the number the docs pages report today (quoted, not re-run); TMTDyn's and DisMech's
+published numbers are not comparable (other windows, inputs, preprocessing; see
+docs/papers/tmtdyn-stiff-flop.md and docs/papers/soft-limb.md).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ PAPER = os.path.join(ROOT, "benchmarks", "results", "stiff_flop_paper_model.json
 
 def run_paper_model(path=PAPER, segments=3):
     """Simulate the unfitted model (paper Table 2: E 205 kPa, G = E/3, our chosen mu 200 Pa s; the
-    fit's starting point ``jaxrod.scenes.stiff_flop.INITIAL``) on every window of README's table with the
+    fit's starting point ``jaxrod.scenes.stiff_flop.INITIAL``) on every window of the docs table with the
     calibration's own evaluation (``stiff_flop_calibration.evaluate_all``) and store the rows."""
     import time
 
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print the tables only")
     ap.add_argument("--out", default=RESULT, help=f"JSON written (default {os.path.relpath(RESULT, ROOT)})")
     ap.add_argument("--paper-model", action="store_true",
-                    help="first simulate the unfitted Table-2 model on README's windows (minutes)")
+                    help="first simulate the unfitted Table-2 model on the docs table's windows (minutes)")
     args = ap.parse_args(argv)
     if args.paper_model:
         run_paper_model()

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/hybrid.py                        # chains of 10, 30, 100, 300, 1000 bodies
     python benchmarks/hybrid.py --sizes 10,30 --dense-max 30 --steps 20 --joint spherical
-    python benchmarks/hybrid.py --sizes 10,30,100,300,1000 --dense-max 100 --steps 10 --repeats 1  # the README run
+    python benchmarks/hybrid.py --sizes 10,30,100,300,1000 --dense-max 100 --steps 10 --repeats 1  # the docs' run
     python benchmarks/hybrid.py --sizes '' --rod-chains 10x10 --steps 10 --repeats 1 --dt 1e-3  # rods and bodies
 
 Problem: a pendulum chain of ``n`` slender links (0.3 m, 0.5 kg each), hinged end to end by

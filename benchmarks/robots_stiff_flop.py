@@ -10,7 +10,7 @@ Rows (``rows()``, dicts): the whole NoLoad recording (54.65 s at dt 0.05 s, 3 PC
 stored fitted values) simulated twice: compile included (first call) and excluded (second call),
 wall and CPU seconds, real-time ratio = simulated s / wall s; the mean tip error over NoLoad
 29-54 s of that one run from t = 0 in mm (held out of the fit, but a different quantity from the
-README's held-out row, which restarts from the static equilibrium at 29 s); TMTDyn's "paper ratio": its models ran "in real time (CPU time < 1 s per frame)",
+the docs page's held-out row, which restarts from the static equilibrium at 29 s); TMTDyn's "paper ratio": its models ran "in real time (CPU time < 1 s per frame)",
 i.e. a ratio >= 0.05 at 20 frames/s, and its EBA n_d = 5 no-load dynamic error 3 mm.
 """
 

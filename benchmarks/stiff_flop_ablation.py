@@ -1,5 +1,5 @@
 """STIFF-FLOP ablation (issue 22, item 3): what each of TMTDyn's model effects that ours lacked buys,
-fitted on NoLoad 0-29 s only and scored on every held-out window of README's table.
+fitted on NoLoad 0-29 s only and scored on every held-out window of the table in docs/papers/tmtdyn-stiff-flop.md.
 
 Usage::
 
@@ -122,7 +122,7 @@ def run_linear(command):
     rows = [r for r in rec["runs"]["centred"] if not (r["kind"] == "dynamic" and r["window"] in whole)]
     return dict(_meta(command), description=VARIANTS["linear"][0], options={},
                 source="rows quoted from benchmarks/results/stiff_flop_smoothing.json (runs.centred, the "
-                       "--no-fit run of FITTED), training loss from FITTED's record (README): not re-run",
+                       "--no-fit run of FITTED), training loss from FITTED's record (docs page): not re-run",
                 values=dict(sm.FITTED), train_loss_mm2=0.578, start_loss_mm2=1.874, table=rows)
 
 
@@ -164,7 +164,8 @@ def _key(r):
 
 
 def readme_tables(out=None):
-    """README's two ablation tables (markdown) from the JSON record and baselines.json."""
+    """The two ablation tables of docs/papers/tmtdyn-stiff-flop.md (markdown) from the JSON record and
+    baselines.json."""
     out = _load() if out is None else out
     with open(BASELINES) as f:
         base = {_key(r): r for r in json.load(f)["stiff_flop"]["rows"]}
@@ -200,7 +201,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (default: all)")
     ap.add_argument("--max-iters", type=int, default=15)
-    ap.add_argument("--readme", action="store_true", help="print README's tables from the record and exit")
+    ap.add_argument("--readme", action="store_true",
+                    help="print the ablation tables of docs/papers/tmtdyn-stiff-flop.md from the record and exit")
     args = ap.parse_args(argv)
     if args.readme:
         for t in readme_tables():

@@ -54,7 +54,8 @@ def parallel_transport(v, a, b):
 
     Args:
         v: ``(..., 3)`` vector(s) to transport.
-        a, b: ``(..., 3)`` unit vectors.
+        a: ``(..., 3)`` unit vector(s), from.
+        b: ``(..., 3)`` unit vector(s), to.
     Returns:
         ``(..., 3)`` transported vector(s).
     """
@@ -228,7 +229,8 @@ def rotation_from_two_vectors(a, b):
     singular at ``a == -b``.
 
     Args:
-        a, b: ``(..., 3)`` unit vectors.
+        a: ``(..., 3)`` unit vector(s), from.
+        b: ``(..., 3)`` unit vector(s), to.
     Returns:
         ``(..., 3, 3)`` rotation matrix.
     """

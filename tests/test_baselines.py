@@ -93,7 +93,7 @@ def test_stiff_flop_fit_ignores_held_out_data():
 @no_stiff_flop
 def test_stiff_flop_table_matches_committed_json():
     """The committed benchmark output pins the table; the referee's numbers of issue 22 are the
-    linear map's on README's held-out windows."""
+    linear map's on the docs page's held-out windows."""
     stored = json.loads(RESULT.read_text())["stiff_flop"]
     now = rb.stiff_flop_baselines()
     np.testing.assert_allclose(now["W"], stored["W"], rtol=1e-9, atol=1e-12)
@@ -134,20 +134,20 @@ def test_soft_limb_matches_committed_json():
 
 
 def test_quoted_model_numbers_match_readme():
-    """The benchmark quotes our model's errors from README (not re-run): they must be README's."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    """The benchmark quotes our model's errors from the docs pages (not re-run): they must be the pages'."""
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text()
     for (kind, rec, window), mm in rb.STIFF_FLOP_MODEL_README.items():
         row = f"| {kind} | {rec} | {window} |"
         line = next((ln for ln in readme.splitlines() if ln.startswith(row)), None)
         assert line is not None, row
         assert line.split("|")[5].strip().startswith(f"{mm:.2f} "), (row, line)
-    assert f"mean {rb.LIMB_MODEL_README:.2f} mm" in readme
+    assert f"mean {rb.LIMB_MODEL_README:.2f} mm" in (Path(__file__).resolve().parents[1] / "docs" / "papers" / "soft-limb.md").read_text()
 
 
 def test_readme_paper_model_column_matches_recorded_run():
-    """README's "paper model, unfitted" column is the recorded run
+    """The STIFF-FLOP page's "paper model, unfitted" column is the recorded run
     benchmarks/results/stiff_flop_paper_model.json (``benchmarks/baselines.py --paper-model``)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text()
     run = json.loads((RESULT.parent / "stiff_flop_paper_model.json").read_text())
     assert len(run["table"]) == len(rb.STIFF_FLOP_MODEL_README) == 8
     for (kind, rec, window), r in zip(rb.STIFF_FLOP_MODEL_README, run["table"]):
@@ -157,11 +157,11 @@ def test_readme_paper_model_column_matches_recorded_run():
 
 
 def test_readme_stiff_flop_table_is_the_recorded_run():
-    """README's STIFF-FLOP model column is the committed evaluation run
+    """The STIFF-FLOP page's STIFF-FLOP model column is the committed evaluation run
     (``benchmarks/results/stiff_flop_smoothing.json``, centred inputs, the FITTED values), row by row,
-    and the whole-recording and trailing-smoothing figures README quotes are that run's."""
+    and the whole-recording and trailing-smoothing figures the page quotes are that run's."""
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text()
     runs = json.loads((root / "benchmarks" / "results" / "stiff_flop_smoothing.json").read_text())["runs"]
     centred = {(r["kind"], r["recording"], r["window"]): r for r in runs["centred"]}
     assert len(centred) == 10
@@ -169,7 +169,7 @@ def test_readme_stiff_flop_table_is_the_recorded_run():
         if window.startswith("0-"):  # whole recordings: quoted in the text
             assert f"{r['err_mm']:.2f} mm (linear map" in readme and f"{r['base_mm']:.2f} mm)" in readme, window
             continue
-        # (the baseline's percentage is left out: README rounded 36.75 % down, the JSON stores it rounded)
+        # (the baseline's percentage is left out: the page rounded 36.75 % down, the JSON stores it rounded)
         assert f"| {r['err_mm']:.2f} ({r['err_pct']:.1f}%) | {r['base_mm']:.2f} (" in readme, (kind, rec, window)
     for r in runs["trailing"]:
         if r["kind"] == "dynamic" and r["split"] == "held-out":
@@ -186,10 +186,10 @@ def _readme_row(readme, label):
 
 
 def test_readme_soft_limb_tip_free_rows_are_the_recorded_run():
-    """README's soft-limb rows are the run recorded by ``benchmarks/soft_limb_tip_free.py``
+    """The soft-limb page's soft-limb rows are the run recorded by ``benchmarks/soft_limb_tip_free.py``
     (model and baselines of one run, same frames and alignment), and the record says when, where
     and how it was made."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "papers" / "soft-limb.md").read_text()
     rec = json.loads(TIP_FREE.read_text())
     for key in ("date_utc", "git_commit", "machine", "load_average_1_5_15_at_start", "command"):
         assert rec[key], key
@@ -221,7 +221,7 @@ def test_readme_soft_limb_tip_free_rows_are_the_recorded_run():
         assert _readme_row(readme, label) == value, label
     assert bl["chord_mean_tip_gap"]["uses_tip"] and not bl["chord_own"]["uses_tip"] and not bl["chord_nominal"]["uses_tip"]
     assert bl["chord_nominal"]["mean_mm"] == pytest.approx(bl["chord_model_gap"]["mean_mm"], abs=1e-9)  # rod end = nominal gap
-    # the verdict README states: the model loses to the same-gap and own-length chords
+    # the verdict the page states: the model loses to the same-gap and own-length chords
     gap = {r["key"]: r for r in last["tip_baselines"]}["chord_model_gap"]
     assert rod["held_out"]["tip_mean_mm"] > bl["chord_nominal"]["mean_mm"] > bl["chord_own"]["mean_mm"]
     assert last["held_out"]["tip_mean_mm"] > gap["mean_mm"]
@@ -230,7 +230,7 @@ def test_readme_soft_limb_tip_free_rows_are_the_recorded_run():
     for v in (f"{d['gap_floor_mm']:.2f} mm on average by itself", f"{d['end_chord_angle_deg_mean']:+.2f}"[1:],
               f"{d['tip_segment_self_weight_sag_mm']:.3f} mm", f"{d['normal_mean_mm']:.2f} mm off normal"):
         assert v in readme, v
-    # the original alignment's held-out tip is the number README quoted before (1.94 mm)
+    # the original alignment's held-out tip is the number the docs quote, as README did before (1.94 mm)
     assert round(orig["held_out"]["tip_mean_mm"], 2) == rb.LIMB_MODEL_README
 
 
@@ -258,7 +258,7 @@ def test_soft_limb_tip_free_baselines_reproduce_recorded_run():
 @no_stiff_flop
 def test_trailing_input_linear_map_reproduces_the_recorded_run_and_readme():
     """The linear map on causal (trailing) pressures: recomputed from the data it equals the
-    committed run, and README quotes it (and the refitted model it is compared with) as recorded."""
+    committed run, and the STIFF-FLOP page quotes it (and the refitted model it is compared with) as recorded."""
     stored = json.loads(RESULT.read_text())["stiff_flop_trailing"]
     now = rb.stiff_flop_baselines(smoothing="trailing")
     np.testing.assert_allclose(now["W"], stored["W"], rtol=1e-9, atol=1e-12)
@@ -268,7 +268,7 @@ def test_trailing_input_linear_map_reproduces_the_recorded_run_and_readme():
         assert (a["kind"], a["recording"], a["window"]) == (b["kind"], b["recording"], b["window"])
         assert a["linear_map_mm"] == pytest.approx(b["linear_map_mm"], abs=1e-6)
     lin = {(r["kind"], r["recording"], r["window"]): f"{r['linear_map_mm']:.2f}" for r in stored["rows"]}
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).resolve().parents[1] / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text().split())
     quoted = (f"errs {lin['dynamic', 'NoLoad', '29-54 s']} / {lin['dynamic', 'Load1', '5-33 s']} / "
               f"{lin['dynamic', 'Load2', '5-9.7 s']} mm on those three dynamic windows, "
               f"{lin['dynamic', 'Load1', '0-55.4 s']} / {lin['dynamic', 'Load2', '0-39.7 s']} mm over the whole "

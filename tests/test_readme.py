@@ -1,6 +1,7 @@
-"""README.md and benchmarks/README.md against the code: the test count, the scenes and calibration
-cases they name, the shipped model-file examples they list, and the repository files they cite. A
-README that drifts from the code fails here rather than misleading a reader."""
+"""README.md, benchmarks/README.md and the documentation pages (docs/) against the code: the test
+count, the scenes and calibration cases they name, the shipped model-file examples they list, and
+the repository files they cite. A page that drifts from the code fails here rather than misleading
+a reader (tests/test_docs.py builds the site itself)."""
 
 import re
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-READMES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md"]
+READMES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def _text(path):
@@ -37,16 +38,16 @@ def test_scenes_and_cases_named_in_the_readmes_exist():
                 continue  # placeholders
             ok = (name in cases) if verb == "calibrate" else (name in REGISTRY or Path(name).name in examples)
             if not ok:
-                bad.append(f"{path.name}: jaxrod {verb} {name}")
+                bad.append(f"{path.relative_to(ROOT)}: jaxrod {verb} {name}")
     assert not bad, "names the code does not know:\n" + "\n".join(bad)
 
 
-def test_readme_lists_every_shipped_model_file_example():
-    text = _text(ROOT / "README.md")
+def test_docs_list_every_shipped_model_file_example():
+    text = _text(ROOT / "docs" / "modelfiles.md")
     i = text.index("shipped examples in `jaxrod/modelfile/examples/`")
     listed = set(re.findall(r"`([a-z0-9_]+)`", text[i:text.index("```", i)]))
     shipped = {p.stem for p in (ROOT / "jaxrod" / "modelfile" / "examples").glob("*.toml")}
-    assert shipped <= listed, f"README does not list the examples {sorted(shipped - listed)}"
+    assert shipped <= listed, f"docs/modelfiles.md does not list the examples {sorted(shipped - listed)}"
 
 
 def test_files_cited_by_the_readmes_exist():
@@ -56,6 +57,52 @@ def test_files_cited_by_the_readmes_exist():
                                     _text(path))):
             n += 1
             if not (ROOT / cited).exists():
-                bad.append(f"{path.name}: {cited}")
-    assert n > 20, f"only {n} file citations found: the pattern no longer matches the READMEs"
+                bad.append(f"{path.relative_to(ROOT)}: {cited}")
+    assert n > 20, f"only {n} file citations found: the pattern no longer matches the pages"
     assert not bad, "cited files that do not exist:\n" + "\n".join(sorted(bad))
+
+
+def test_readme_is_short_and_keeps_the_ci_command():
+    """README is the front page (<= 200 lines: one paragraph, a figure, the two commands, a feature
+    table with links, where to read on); everything else lives in docs/. .ci/run extracts the test
+    command from it with this sed pattern."""
+    text = _text(ROOT / "README.md")
+    assert len(text.splitlines()) <= 200, f"README.md has {len(text.splitlines())} lines: move text to docs/"
+    cmds = re.findall(r"^    \$ (python3 -m pytest.*)$", text, flags=re.M)
+    assert cmds and cmds[0].startswith("python3 -m pytest"), "README.md lost the test command that .ci/run runs"
+    for link in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / link).exists(), f"README.md links to a missing page: {link}"
+
+
+def test_docs_list_every_scene():
+    """docs/cli.md lists every built-in scene (the table `jaxrod scenes` prints)."""
+    from jaxrod.scenes.registry import REGISTRY
+
+    text = _text(ROOT / "docs" / "cli.md")
+    missing = sorted(name for name in REGISTRY if f"| `{name}` |" not in text)
+    assert not missing, f"docs/cli.md does not list the scenes {missing}"
+
+
+def joint_types_table():
+    """The markdown table of model-file joint types docs/modelfiles.md carries, from the registry
+    (``jaxrod.modelfile.registry.JOINT_TYPES``: the loader and its validation read the same)."""
+    from jaxrod.modelfile.registry import JOINT_TYPES
+    from jaxrod.modelfile.values import REQUIRED
+
+    def key(name, k):
+        unit = f" [{k.unit}]" if k.unit else ""
+        default = "required" if k.default is REQUIRED else f"default {k.default:g}"
+        return f"`{name}`{unit} ({default}): {k.doc}"
+
+    rows = ["| `type` | class | what | keys |", "|---|---|---|---|"]
+    for name, t in JOINT_TYPES.items():
+        rows.append(f"| `{name}` | `{t.target.replace(':', '.')}` | {t.doc} | "
+                    + "<br>".join(key(n, k) for n, k in t.keys.items()) + " |")
+    return "\n".join(rows)
+
+
+def test_docs_joint_types_table_is_the_registry():
+    text = _text(ROOT / "docs" / "modelfiles.md")
+    assert joint_types_table() in text, (
+        "docs/modelfiles.md's joint-type table differs from jaxrod.modelfile.registry.JOINT_TYPES; "
+        "paste tests.test_readme.joint_types_table() into it")

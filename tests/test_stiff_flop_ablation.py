@@ -1,6 +1,6 @@
-"""README's STIFF-FLOP ablation tables are the recorded run (benchmarks/results/stiff_flop_ablation.json,
+"""The STIFF-FLOP ablation tables of docs/papers/tmtdyn-stiff-flop.md are the recorded run (benchmarks/results/stiff_flop_ablation.json,
 written by benchmarks/stiff_flop_ablation.py) beside the committed baselines (baselines.json): every
-cell, the record's provenance, the fit's split, and the verdict README states. JSON only, no
+cell, the record's provenance, the fit's split, and the verdict the page states. JSON only, no
 simulation."""
 
 import json
@@ -26,7 +26,7 @@ def _record():
 
 
 def test_readme_ablation_tables_are_the_record():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text()
     var = _record()
     cols = [v for v in HEAD if v in var]
     assert cols[0] == "linear" and len(cols) >= 2
@@ -56,7 +56,7 @@ def test_readme_ablation_tables_are_the_record():
 def test_record_split_and_linear_rows():
     """Every variant was fitted on NoLoad 0-29 s only (the in-sample rows are the two NoLoad rows
     before 29 s, everything else held out); the default model's column is the recorded --no-fit run
-    of FITTED, quoted to the digit; the verdict README states follows from the record."""
+    of FITTED, quoted to the digit; the verdict the page states follows from the record."""
     from jaxrod.cases import stiff_flop_calibration as cal
     from jaxrod.scenes import stiff_flop as sm
 
@@ -74,7 +74,7 @@ def test_record_split_and_linear_rows():
         assert r["err_mm"] == recorded[_key(r)]
     # the verdict: a variant "beats the linear map on every held-out row" or not
     base = {_key(r): r for r in json.loads(BASELINES.read_text())["stiff_flop"]["rows"]}
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "papers" / "tmtdyn-stiff-flop.md").read_text()
     beats = [v for v, d in var.items()
              if all(r["err_mm"] < base[_key(r)]["linear_map_mm"] for r in d["table"] if r["split"] == "held-out")]
     if beats:

@@ -97,9 +97,10 @@ class MarkerTracks(eqx.Module):
         """Validated tracks from arrays (see the module docstring for the rules).
 
         Arguments:
-            times: ``(T,)`` [s]; positions: ``(T, K, 3)`` (or ``(T, 3)`` for one marker) in file
-            units times ``length_scale`` = metres; mask: optional ``(T, K, 3)`` bool; NaN entries
-            are masked in any case.
+            times: ``(T,)`` [s].
+            positions: ``(T, K, 3)`` (or ``(T, 3)`` for one marker) in file units times
+                ``length_scale`` = metres.
+            mask: optional ``(T, K, 3)`` bool; NaN entries are masked in any case.
 
         Raises:
             ValueError: wrong shapes, non-finite or non-increasing times, rows without data.

@@ -332,13 +332,15 @@ def identify_from_jacobian(
             are ignored via ``mask``).
         r: ``(m,)`` residuals at the estimate (for the noise estimate; needed unless ``noise`` is given).
         mask: ``(m,)`` bool, measured entries.
-        labels, values: ``(n,)`` names and physical values.
+        labels: ``(n,)`` parameter names.
+        values: ``(n,)`` physical values.
         derivative: ``(n,)`` ``d value / d theta`` (1 when ``J`` is already in physical units).
         units: ``"log"``, ``"physical"`` or ``"unconstrained"``, the units of the reported Fisher matrix.
         noise: the stated measurement noise, standard deviation in residual units: used for the
             standard errors and checked against the residuals (chi2/dof); estimated from ``r``
             if ``None`` (then the scale is not checked).
-        corr_threshold, cond_threshold: flagging thresholds.
+        corr_threshold: pairs with ``|correlation|`` above it are flagged.
+        cond_threshold: a condition number above it is flagged.
         warn: issue an :class:`IdentifiabilityWarning` for flagged findings and a
             :class:`LackOfFitWarning` when the fit is poor.
         groups: ``(m,)`` labels of the residual series (e.g. marker x axis), each in time order,

@@ -1,6 +1,6 @@
 """Model-free baselines on the two measured data sets (STIFF-FLOP, DisMech soft limb), fitted on the
 same training data as our models and scored with the same metric on the same windows, beside the
-numbers README reports for our fitted models. NumPy only: no simulation, no compilation.
+numbers the docs pages report for our fitted models. NumPy only: no simulation, no compilation.
 
 STIFF-FLOP (:func:`stiff_flop_baselines`)
     Training samples: those of our fit (:data:`jaxrod.cases.stiff_flop_calibration.TRAIN`, NoLoad
@@ -62,7 +62,7 @@ __all__ = [
 TRAIN = ("NoLoad", 0.0, 29.0)
 PRESSURE_UNIT = 1e5  # Pa per bar: a fixed unit, not a statistic of the data
 
-#: our fitted model's errors [mm] as README.md reports them today ("STIFF-FLOP on measured data",
+#: our fitted model's errors [mm] as docs/papers/tmtdyn-stiff-flop.md reports them today ("STIFF-FLOP on measured data",
 #: table produced by ``jaxrod calibrate stiff-flop``, jaxrod.scenes.stiff_flop.FITTED values); not re-run.
 STIFF_FLOP_MODEL_README = {
     ("dynamic", "NoLoad", "7-29 s"): 1.50,
@@ -74,9 +74,10 @@ STIFF_FLOP_MODEL_README = {
     ("static", "Load1", "11 times"): 9.65,
     ("static", "Load2", "7 times"): 12.08,
 }
-STIFF_FLOP_MODEL_SOURCE = "README.md 'STIFF-FLOP on measured data' table (jaxrod calibrate stiff-flop; not re-run)"
-#: TMTDyn's published errors [mm] (README / spec 9.5) by (kind, recording); whole recordings, its own
-#: windows and inputs: not comparable (see README)
+STIFF_FLOP_MODEL_SOURCE = ("docs/papers/tmtdyn-stiff-flop.md 'STIFF-FLOP on measured data' table "
+                           "(jaxrod calibrate stiff-flop; not re-run)")
+#: TMTDyn's published errors [mm] (the STIFF-FLOP docs page / spec 9.5) by (kind, recording); whole recordings, its own
+#: windows and inputs: not comparable (see docs/papers/tmtdyn-stiff-flop.md)
 STIFF_FLOP_PUBLISHED = {
     ("dynamic", "NoLoad"): "3.5 ROM / 3.0 EBA (7-54 s)",
     ("static", "NoLoad"): "6.0 ROM / 5.2 EBA (all 9 times)",
@@ -85,14 +86,14 @@ STIFF_FLOP_PUBLISHED = {
     ("static", "Load1"): "12.5 ROM (tip load, pooled)",
     ("static", "Load2"): "12.5 ROM (tip load, pooled)",
 }
-#: soft limb: README's held-out tip figure of our fit ("Calibration" section, issue 12)
+#: soft limb: the held-out tip figure of our fit (docs/papers/soft-limb.md, issue 12; README before the docs site)
 LIMB_MODEL_README = 1.94
-LIMB_MODEL_SOURCE = ("README.md 'Calibration' soft-limb table (jaxrod calibrate soft-limb --alignment all-tags, tip "
+LIMB_MODEL_SOURCE = ("docs/papers/soft-limb.md soft-limb table (jaxrod calibrate soft-limb --alignment all-tags, tip "
                      "out of the loss but setting the scale; not re-run); tip-free figures: "
                      "benchmarks/results/soft_limb_tip_free.json")
 LIMB_PUBLISHED = "DisMech 2.9 (not comparable: other frames, unstated scale)"
 
-#: dynamic windows: README's four, then the ones README lacks
+#: dynamic windows: the docs table's four, then the ones it lacks
 _DYNAMIC_EXTRA = (
     ("NoLoad", 7.0, 54.0, "mixed (7-29 s in-sample)"),
     ("NoLoad", 29.0, 54.65, "held-out"),

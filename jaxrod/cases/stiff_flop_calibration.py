@@ -58,7 +58,8 @@ PUBLISHED = (
     ("EBA n_d=5, no load, dynamic", 3.0, 4.7),
 )
 #: fitted by default; G/E stays at the paper's 1/3: free, it drifted from 0.37 to 0.05 for a 1% lower
-#: training loss (a flat direction of these data, measured), see README "STIFF-FLOP on measured data"
+#: training loss (a flat direction of these data, measured), see docs/papers/tmtdyn-stiff-flop.md
+#: "STIFF-FLOP on measured data"
 FREE = ("youngs_modulus", "viscosity")
 UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "pressure_gain": "-",
          "chamber_growth": "1/Pa", "damping_power": "-"}

@@ -4,7 +4,7 @@ Two phases: every table is read and checked first (pure Python, :mod:`~jaxrod.mo
 so a bad file is reported before JAX is imported; then the model is built with the library's own
 constructors. Top-level tables: ``[model]``, ``[world]``, ``[bodies.*]``, ``[joints.*]``,
 ``[constraints.*]``, ``[[loads]]``, ``[rods.*]``, ``[[attachments]]``, ``[simulation]``,
-``[output]`` (see the README section "Model files" for every key and its unit).
+``[output]`` (see docs/modelfiles.md for every key and its unit).
 """
 
 from __future__ import annotations

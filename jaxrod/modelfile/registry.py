@@ -2,8 +2,9 @@
 
 A new joint class becomes available to model files by adding one :class:`JointType` line to
 :data:`JOINT_TYPES` (its class and the keys it reads, each with its SI unit); the loader, the
-validation and the README's key list all come from these tables. Nothing here imports JAX: the
-classes are named by ``"module:Class"`` and imported when a model is built.
+validation and the joint table of docs/modelfiles.md (checked by tests/test_readme.py) come from
+these tables. Nothing here imports JAX: the classes are named by ``"module:Class"`` and imported
+when a model is built.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Key:
             :meth:`~jaxrod.modelfile.values.Table.signal`).
         unit: SI unit (``""`` for dimensionless), shown in messages.
         default: value when absent (``REQUIRED``: must be given).
-        doc: one line for the README / ``--help``.
+        doc: one line for docs/modelfiles.md / ``--help``.
     """
 
     kind: str

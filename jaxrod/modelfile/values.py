@@ -5,7 +5,7 @@ key, checks its type, shape and range and converts units; :meth:`Table.finish` t
 key that was not read (suggesting the closest valid one). Pure Python: nothing here imports JAX,
 so a bad file is reported in the time it takes to parse it.
 
-Units: every number is SI (the unit each key expects is stated in its messages and in the README).
+Units: every number is SI (the unit each key expects is stated in its messages and in docs/modelfiles.md).
 A number may also be written as a string with a unit, ``"270 mm"``, ``"5 g"``, ``"30 deg"``; the
 unit must measure the same quantity as the key's SI unit (:data:`UNITS`).
 """

@@ -68,7 +68,7 @@ fabric's stretching modes (~12 Hz; at dt = 5 ms about 19% of critical).
 Results (the paper's two observations): the tracked nodes' z oscillates at twice the frequency of
 their x (z follows cos theta, even in theta; x follows sin theta), and the fabric sags below the
 shape it would keep if it moved rigidly with the link. Measured values: ``tests/test_sleeve.py``
-and the README.
+and docs/papers/tmtdyn-stiff-flop.md.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ BDF-alpha(-0.2), dt = 1/120 s. The authors' public trajectory: the leg lengths t
 plate on the straight line from (0, 0, 0.5) m to (-0.2, 0, 0.5) m are found by inverse statics
 (300 frames, the first one is the home pose), played over 300 steps, then held for 300 free steps.
 
-Result at the default resolution (see README): the straight-line branch loses stability between
+Result at the default resolution (see docs/papers/till.md): the straight-line branch loses stability between
 x = -0.19 and -0.20 m (the forward static Jacobian's determinant changes sign,
 ``tests/test_parallel_robot.py``); the plate follows the line to the end of the actuation, then
 leaves it (tilt > 2 deg at x = -0.2035 m), tilts by up to ~17 deg, drops by several mm and sways,

@@ -802,8 +802,10 @@ class DERNetwork(AbstractImplicitModel):
             fixed_nodes: ``[(limb, node), ...]`` positions prescribed (pinned).
             fixed_edges: ``[(limb, edge), ...]`` twist angles prescribed.
             motion: static ``m(t) -> (R, 4)``; default: fixed DOFs keep their ``q0`` values.
-            q0, v0: ``(R, 4)``; default rest configuration, at rest.
-            natural_curvature_fn, natural_twist_fn: actuation maps (see the class docstring).
+            q0: ``(R, 4)``; default the rest configuration.
+            v0: ``(R, 4)``; default at rest.
+            natural_curvature_fn: actuation map of the natural curvature (see the class docstring).
+            natural_twist_fn: actuation map of the natural twist (see the class docstring).
             joint_natural_curvature: ``(S_j, 2)``; default: curvature of the rest shape.
             joint_natural_twist: ``(S_j,)`` [rad]; default: twist of the rest shape.
             contacts: ``FloorContact`` / ``RodRodContact`` records (see the module docstring).

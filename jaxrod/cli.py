@@ -135,6 +135,18 @@ def _build_parser():
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
     _add_log_compiles(s)
 
+    m = sub.add_parser(
+        "modal",
+        help="natural frequencies and mode shapes of a model file about its static equilibrium",
+        description="Linear modal analysis (jaxrod.modal) of a model file (.toml, .urdf, MJCF .xml): the "
+                    "static equilibrium under its loads, then the lowest natural frequencies and mode shapes.",
+    )
+    m.add_argument("scene", metavar="FILE", help="a model file: a path or the name of a shipped example")
+    m.add_argument("--n-modes", type=_int_at_least("--n-modes", 1), metavar="N",
+                   help="number of modes (default: the file's [analysis] n_modes, else 6)")
+    m.add_argument("--plot", metavar="FILE", help="save the mode shapes (PNG, PDF, SVG...)")
+    _add_log_compiles(m)
+
     # the options only: the case modules (JAX programs, optax, matplotlib) load when a case runs
     from .cases.cli_args import SOFT_LIMB_DESCRIPTION, add_soft_limb_arguments, add_weight_release_arguments
     from .cases.cli_args import STIFF_FLOP_DESCRIPTION, add_stiff_flop_arguments
@@ -337,6 +349,8 @@ def _cmd_simulate_system(loaded, args, out, err):
     print(f"time      dt = {loaded.dt:g} s, duration = {n_steps * loaded.dt:g} s, {n_steps} steps, "
           f"scheme {_scheme_name(loaded.scheme)}, saving every {args.save_every}", file=out, flush=True)
     _note_rounding(loaded.duration, loaded.dt, n_steps, out)
+    if loaded.modal_modes:
+        _print_modes(loaded, loaded.modal_modes, out)
     t0 = time.perf_counter()
     traj = simulate(loaded.model, dt=loaded.dt, n_steps=n_steps, scheme=loaded.scheme, save_every=args.save_every,
                     solver=loaded.solver, state0=loaded.state0, progress=not args.no_progress)
@@ -362,6 +376,52 @@ def _cmd_simulate_system(loaded, args, out, err):
             animate_bodies(traj, loaded.body_names, args.animate, title=loaded.name, model=loaded.model)
         print(f"animation {args.animate} (x-z, true scale)", file=out, flush=True)
     _export(args, traj, loaded.model, out)
+    return 0
+
+
+def _print_modes(loaded, n_modes, out, plot=None):
+    """Static equilibrium of ``loaded`` under its loads, then its lowest ``n_modes`` modes: one
+    line each (omega [rad/s], f [Hz], modal mass, damping ratio)."""
+    import numpy as np
+
+    from .analysis import modal
+
+    try:
+        result = modal(loaded.model, n_modes=n_modes)
+    except ValueError as e:
+        msg = str(e).split("\n")[0]
+        if "n_modes" in msg:
+            raise CLIError(f"--n-modes {n_modes}: {msg}") from None
+        raise
+    omega = np.asarray(result.omega)
+    print(f"modal     {len(omega)} lowest modes about the static equilibrium (residual "
+          f"{float(result.equilibrium_residual):.1e})", file=out)
+    print("mode   omega [rad/s]        f [Hz]   modal mass   damping ratio", file=out)
+    for i, w in enumerate(omega):
+        print(f"{i + 1:>4}  {w:>14.6g}  {w / (2 * np.pi):>12.6g}  {float(result.modal_mass[i]):>11.4g}  "
+              f"{float(result.damping_ratio[i]):>14.4g}" + ("  (unstable)" if w < 0 else ""), file=out)
+    out.flush()
+    if plot:
+        from .plot import plot_modes
+
+        plot_modes(result, plot, modes=len(omega), title=f"{loaded.name}: lowest modes", model=loaded.model)
+        print(f"plot      {plot}", file=out, flush=True)
+    return result
+
+
+def _cmd_modal(args, out):
+    """``jaxrod modal FILE``: the modes of a model file."""
+    if not _is_model_file(args.scene):
+        raise CLIError(f"{args.scene}: jaxrod modal takes a model file (.toml, .urdf or MJCF .xml); for a built-in "
+                       "scene use jaxrod.modal(scene.model) in Python")
+    from .modelfile import load_model
+
+    loaded = load_model(args.scene)
+    if loaded.kind == "scene" and type(loaded.model).__name__ == "CosseratModel":
+        raise CLIError(f"{args.scene}: a shooting (Cosserat) model has no modal analysis; use a DER or PCS rod")
+    n = args.n_modes or loaded.modal_modes or 6
+    print(f"model     {loaded.name}: {loaded.description}", file=out, flush=True)
+    _print_modes(loaded, n, out, args.plot)
     return 0
 
 
@@ -407,6 +467,8 @@ def _cmd_simulate(args, out, err):
     model = scene.model
     n = _n_nodes(model)
     print(f"scene     {scene.name}: {scene.description}", file=out)
+    if getattr(scene, "modal_modes", None):
+        _print_modes(scene, scene.modal_modes, out)
 
     if scene.static:
         if args.animate or args.export:
@@ -612,6 +674,8 @@ def main(argv=None) -> int:
             _scene_info(args.scene)  # a misspelt name is reported before the simulator is imported
         if args.command == "calibrate":
             return _cmd_calibrate(args, out)
+        if args.command == "modal":
+            return _cmd_modal(args, out)
         return _cmd_simulate(args, out, err)
     except CLIError as e:
         print(f"error: {e}", file=err)

@@ -30,7 +30,7 @@ def test_scenes_and_cases_named_in_the_readmes_exist():
     from jaxrod.scenes.registry import REGISTRY
 
     cases = {"weight-release", "soft-limb", "stiff-flop"}
-    examples = {p.name for p in (ROOT / "jaxrod" / "modelfile" / "examples").glob("*.toml")}
+    examples = {p.name for p in (ROOT / "jaxrod" / "modelfile" / "examples").iterdir()}  # .toml, .urdf, .xml
     bad = []
     for path in READMES:
         for verb, name in re.findall(r"jaxrod (simulate|calibrate) ([A-Za-z0-9_./<>-]+)", _text(path)):
@@ -83,26 +83,44 @@ def test_docs_list_every_scene():
     assert not missing, f"docs/cli.md does not list the scenes {missing}"
 
 
-def joint_types_table():
-    """The markdown table of model-file joint types docs/modelfiles.md carries, from the registry
-    (``jaxrod.modelfile.registry.JOINT_TYPES``: the loader and its validation read the same)."""
+def element_types_table(types=None):
+    """The markdown table of model-file element types docs/modelfiles.md carries, from the
+    registry (``jaxrod.modelfile.registry.JOINT_TYPES`` or ``FORCE_TYPES``: the loader and its
+    validation read the same)."""
     from jaxrod.modelfile.registry import JOINT_TYPES
     from jaxrod.modelfile.values import REQUIRED
 
+    def default(k):
+        if k.default is REQUIRED:
+            return "required"
+        if k.default is None:
+            return "optional"
+        if isinstance(k.default, (int, float)):
+            return f"default {k.default:g}"
+        return f"default {k.default!r}".replace("'", '"')
+
     def key(name, k):
         unit = f" [{k.unit}]" if k.unit else ""
-        default = "required" if k.default is REQUIRED else f"default {k.default:g}"
-        return f"`{name}`{unit} ({default}): {k.doc}"
+        kind = " (time signal)" if k.kind in ("input", "motion") else ""
+        return f"`{name}`{unit}{kind} ({default(k)}): {k.doc}"
 
     rows = ["| `type` | class | what | keys |", "|---|---|---|---|"]
-    for name, t in JOINT_TYPES.items():
+    for name, t in (JOINT_TYPES if types is None else types).items():
         rows.append(f"| `{name}` | `{t.target.replace(':', '.')}` | {t.doc} | "
                     + "<br>".join(key(n, k) for n, k in t.keys.items()) + " |")
     return "\n".join(rows)
 
 
+joint_types_table = element_types_table
+
+
 def test_docs_joint_types_table_is_the_registry():
+    from jaxrod.modelfile.registry import FORCE_TYPES
+
     text = _text(ROOT / "docs" / "modelfiles.md")
-    assert joint_types_table() in text, (
+    assert element_types_table() in text, (
         "docs/modelfiles.md's joint-type table differs from jaxrod.modelfile.registry.JOINT_TYPES; "
-        "paste tests.test_readme.joint_types_table() into it")
+        "paste tests.test_readme.element_types_table() into it")
+    assert element_types_table(FORCE_TYPES) in text, (
+        "docs/modelfiles.md's force-element table differs from jaxrod.modelfile.registry.FORCE_TYPES; "
+        "paste tests.test_readme.element_types_table(FORCE_TYPES) into it")

@@ -111,8 +111,9 @@ class LoadedModel:
 
         n = self.n_steps if n_steps is None else n_steps
         options.setdefault("save_every", self.save_every if n % self.save_every == 0 else 1)
-        return simulate(self.model, dt=self.dt, n_steps=n, scheme=self.scheme, state0=self.state0,
-                        solver=self.solver, progress=progress, **options)
+        for key in ("dt", "scheme", "state0", "solver"):  # the file's, unless given here
+            options.setdefault(key, getattr(self, key))
+        return simulate(self.model, n_steps=n, progress=progress, **options)
 
     def summary(self, traj):
         """The ``[output] quantities`` of a trajectory, one string each."""

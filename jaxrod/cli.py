@@ -132,6 +132,9 @@ def _build_parser():
                    help="draw shapes in --plot/--animate with displacements multiplied by FACTOR (1: true "
                         "scale); auto (default): a round factor that makes a small motion visible, stated on "
                         "the figure")
+    s.add_argument("--recording", metavar="NAME",
+                   help="stiff-flop only: the measured recording that drives it: NoLoad (default), Load1, Load2 or "
+                        "a CSV path in the recordings' format")
     s.add_argument("--no-progress", action="store_true", help="do not print progress lines while running")
     _add_log_compiles(s)
 
@@ -222,6 +225,10 @@ def _make_scene(args):
         for key in ("dt", "duration"):
             if getattr(args, key) is not None:
                 overrides[key] = getattr(args, key)
+    if args.recording is not None:
+        if args.scene != "stiff-flop":
+            raise CLIError("--recording applies to the stiff-flop scene only")
+        overrides["recording"] = args.recording
     shooting = _is_shooting(args.scene)
     if args.integrator is not None or args.kirchhoff:
         if not shooting:
@@ -317,6 +324,7 @@ def _load_model_file(args):
     from .modelfile import load_model
 
     scene_only = {"--n-nodes": args.n_nodes, "--load-parameter": args.load_parameter, "--integrator": args.integrator,
+                  "--recording": args.recording,
                   "--kirchhoff": args.kirchhoff or None, "--scheme": args.scheme, "--alpha": args.alpha}
     given = [k for k, v in scene_only.items() if v is not None]
     if given:

@@ -275,3 +275,29 @@ def test_calibrate_weight_release_recovers_table5_values_from_the_command_line(t
     errors = {k: _number(rf"\n\s*{k}\s+\S+\s+\S+\s+\S+\s+([-+0-9.]+)%", out) for k in ("EI", "rho", "C")}
     assert abs(errors["EI"]) < 1 and abs(errors["rho"]) < 1 and abs(errors["C"]) < 5, out
     assert (tmp_path / "weight_release.json").exists()
+
+
+def test_recording_option_reaches_the_stiff_flop_builder(monkeypatch):
+    """`--recording Load1` is handed to the stiff-flop scene's builder (the scene's own tests run
+    it); other scenes and model files refuse it, before anything is built."""
+    from jaxrod import cli
+
+    seen = {}
+
+    class Info:
+        def build(self, **overrides):
+            seen.update(overrides)
+            raise cli.CLIError("built")
+
+    monkeypatch.setattr(cli, "_scene_info", lambda name: Info())
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["simulate", "stiff-flop", "--recording", "Load1", "--duration", "0.1"]) == 2
+    assert seen == {"recording": "Load1", "duration": 0.1} and "built" in err.getvalue()
+    monkeypatch.undo()
+    for argv in (["simulate", "cantilever-a1", "--recording", "Load1"],
+                 ["simulate", "pendulum.toml", "--recording", "Load1"]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(argv) == 2
+        assert "--recording" in err.getvalue()

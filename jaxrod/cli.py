@@ -387,21 +387,22 @@ def _cmd_simulate_system(loaded, args, out, err):
     return 0
 
 
-def _print_modes(loaded, n_modes, out, plot=None):
-    """Static equilibrium of ``loaded`` under its loads, then its lowest ``n_modes`` modes: one
-    line each (omega [rad/s], f [Hz], modal mass, damping ratio)."""
+def _print_modes(loaded, n_modes, out, plot=None, exact=False):
+    """Static equilibrium of ``loaded`` under its loads, then its lowest ``n_modes`` modes (at
+    most as many as the model has, unless ``exact``: then more is an error): one line each
+    (omega [rad/s], f [Hz], modal mass, damping ratio)."""
     import numpy as np
 
     from .analysis import modal
 
     try:
-        result = modal(loaded.model, n_modes=n_modes)
+        result = modal(loaded.model, n_modes=n_modes if exact else None)
     except ValueError as e:
         msg = str(e).split("\n")[0]
         if "n_modes" in msg:
             raise CLIError(f"--n-modes {n_modes}: {msg}") from None
         raise
-    omega = np.asarray(result.omega)
+    omega = np.asarray(result.omega)[:n_modes]
     print(f"modal     {len(omega)} lowest modes about the static equilibrium (residual "
           f"{float(result.equilibrium_residual):.1e})", file=out)
     print("mode   omega [rad/s]        f [Hz]   modal mass   damping ratio", file=out)
@@ -429,7 +430,7 @@ def _cmd_modal(args, out):
         raise CLIError(f"{args.scene}: a shooting (Cosserat) model has no modal analysis; use a DER or PCS rod")
     n = args.n_modes or loaded.modal_modes or 6
     print(f"model     {loaded.name}: {loaded.description}", file=out, flush=True)
-    _print_modes(loaded, n, out, args.plot)
+    _print_modes(loaded, n, out, args.plot, exact=args.n_modes is not None)
     return 0
 
 

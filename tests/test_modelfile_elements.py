@@ -168,3 +168,17 @@ def test_bad_force_tables(tmp_path):
         load_model(path)
     with pytest.raises(ModelFileError, match=r"analysis.modes: unknown key.*n_modes"):
         load_model(_write(tmp_path, BOB + HINGE + "[analysis]\nmodes = 3\n[simulation]\ndt = 0.01\nduration = 0.1\n"))
+
+
+def test_modal_of_the_shipped_pendulum_finds_its_equilibrium(capsys):
+    """`jaxrod modal pendulum.toml`: the static solve starts at the released pose (30 deg), finds
+    the hanging equilibrium (a multibody static solve starts from the least-squares multipliers;
+    from zero ones its Newton matrix is singular) and the frequency sqrt(m g r / I_hinge) =
+    sqrt(9.81 * 0.5 / 0.27) of the physical pendulum (closed form)."""
+    from jaxrod.cli import main
+
+    assert main(["modal", "pendulum.toml"]) == 0
+    out = capsys.readouterr().out
+    omega = float(re.search(r"^\s+1\s+(\S+)", out, re.M).group(1))
+    assert abs(omega / np.sqrt(9.81 * 0.5 / 0.27) - 1) < 2e-6 and "(unstable)" not in out
+    assert not re.search(r"^\s+2\s", out, re.M)  # one degree of freedom: one mode, not an error

@@ -432,7 +432,10 @@ def _update_aux_jit(model, q, aux):
 
 
 def _static_start(model, state, t):
-    return jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
+    q = jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
+    if hasattr(model, "static_start"):  # a model-specific start (multibody systems: the multipliers)
+        q = model.static_start(q, t, state.aux)
+    return q
 
 
 def _static_increment(model, state, t, solver, q, s, scaled):

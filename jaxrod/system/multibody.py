@@ -473,6 +473,23 @@ class MultibodySystem(AbstractImplicitModel):
         r_dyn, g = self._equations(q, z, z, z, z, mu, t, aux)
         return self._with_constraint_rows(r_dyn, g, mu)
 
+    def static_start(self, q, t, aux):
+        """The start of a static solve: ``q`` with the multipliers that balance the applied
+        loads best in the least-squares sense at ``q``'s configuration. Why: at ``mu = 0`` the
+        moment rows of :meth:`static_residual` do not depend on the orientations (their
+        configuration dependence is ``mu`` times the constraints' curvature), so a mechanism that
+        finds its equilibrium by turning (a pendulum) has a singular Newton matrix there."""
+        z = jnp.zeros((self.n_bodies, 3), q.dtype)
+        x, psi, mu = self.unpack(q)
+
+        def r_dyn(m):
+            return self._equations(q, z, z, z, z, m, t, aux)[0].reshape(-1)
+
+        r0 = r_dyn(jnp.zeros_like(mu))
+        G = jax.jacfwd(r_dyn)(mu)  # affine in mu: exact
+        mu0 = jnp.linalg.lstsq(G, -r0)[0]
+        return self.pack(x, psi, jnp.where(jnp.asarray(self._kept_rows()), mu0, 0.0))
+
     def acceleration_residual(self, q, v, a, t, aux):
         """The consistent initial acceleration (schemes with ``needs_acceleration``): the ``mu``
         block of ``a`` is taken as the constraint forces and the constraint rows require the

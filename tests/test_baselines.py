@@ -165,9 +165,15 @@ def test_readme_stiff_flop_table_is_the_recorded_run():
     runs = json.loads((root / "benchmarks" / "results" / "stiff_flop_smoothing.json").read_text())["runs"]
     centred = {(r["kind"], r["recording"], r["window"]): r for r in runs["centred"]}
     assert len(centred) == 10
+    linear = {(r["kind"], r["recording"], r["window"]): r["linear_map_mm"]
+              for r in json.loads(RESULT.read_text())["stiff_flop"]["rows"]}
     for (kind, rec, window), r in centred.items():
-        if window.startswith("0-"):  # whole recordings: quoted in the text
+        if window.startswith("0-"):  # whole recordings: quoted in the text and rows of the table
             assert f"{r['err_mm']:.2f} mm (linear map" in readme and f"{r['base_mm']:.2f} mm)" in readme, window
+            row = f"| {kind} | {rec} | whole, {window} | held out | {r['err_mm']:.2f} ({r['err_pct']:.1f}%) | "
+            assert row in readme, row
+            assert f"{linear[kind, rec, window]:.2f}** (held out)" in readme or \
+                f"| {linear[kind, rec, window]:.2f} (held out)" in readme, window
             continue
         # (the baseline's percentage is left out: the page rounded 36.75 % down, the JSON stores it rounded)
         assert f"| {r['err_mm']:.2f} ({r['err_pct']:.1f}%) | {r['base_mm']:.2f} (" in readme, (kind, rec, window)

@@ -156,3 +156,35 @@ def test_compile_bracket_opens_and_closes(monkeypatch):
         config.set_quiet_compiles(True)
     assert levels == []
     assert jaxrod.config is config
+
+
+_FLAGS_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    if sys.argv[1] == "started":
+        import jax
+        jax.numpy.ones(1).block_until_ready()  # the backend starts before jaxrod is imported
+    import jaxrod
+    print(repr(os.environ.get("XLA_FLAGS")))
+    """
+)
+
+
+@pytest.mark.parametrize("env, when, expected", [
+    ({}, "fresh", repr(config.DEFAULT_XLA_FLAGS)),
+    ({"JAXROD_XLA_FLAGS": ""}, "fresh", "None"),
+    ({"JAXROD_XLA_FLAGS": "--xla_backend_optimization_level=1"}, "fresh", "'--xla_backend_optimization_level=1'"),
+    ({"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}, "fresh", "'--xla_cpu_use_fusion_emitters=true'"),
+    ({"XLA_FLAGS": "--xla_dump_to=/tmp/x"}, "fresh", repr("--xla_dump_to=/tmp/x " + config.DEFAULT_XLA_FLAGS)),
+    ({}, "started", "None"),
+])
+def test_xla_flags_default(env, when, expected):
+    """jaxrod's XLA flags join XLA_FLAGS before the backend starts; the user's own flag of the same
+    name wins, JAXROD_XLA_FLAGS replaces or (empty) removes them, a started backend is left alone."""
+    child_env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAXROD_XLA_FLAGS")}
+    child_env.update(PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu",
+                     JAXROD_CACHE_DIR="off", **env)
+    proc = subprocess.run([sys.executable, "-c", _FLAGS_CHILD, when], env=child_env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == expected

@@ -327,6 +327,10 @@ def export_xdmf(traj, path, model=None, *, every: int = 1, data_format: str | No
     ``(6,)`` cell data for a single PCS rod (its strains ``xi``, angular first [1/m], then
     linear [-], of the segment the cell lies in).
 
+    Bodies (a multibody or hybrid system) are zero-length ``line`` cells ``(i, i)`` after the
+    rods' edges, with NaN cell data (meshio's XDMF writer fails on a mixed line + vertex mesh);
+    their ``body`` point label and frames tell them apart.
+
     Args:
         traj, model, every: as :func:`export_paraview`.
         path: the ``.xdmf`` file to write; its folder must exist. With the HDF5 data format the
@@ -350,6 +354,14 @@ def export_xdmf(traj, path, model=None, *, every: int = 1, data_format: str | No
     if data_format not in ("HDF", "XML"):
         raise ValueError(f"data_format must be 'HDF', 'XML' or None, got {data_format!r}")
     times, keep, points, blocks, static, point_series, cell_series = _prepare(traj, model, every)
+    if len(blocks) > 1:
+        # meshio's XDMF writer (5.3) fails on a mixed line + vertex topology: one block of lines,
+        # the bodies as zero-length lines (i, i) after the rods' (their cell data NaN)
+        lines = dict(blocks).get("line", np.zeros((0, 2), np.int64))
+        body_cells = np.repeat(dict(blocks)["vertex"], 2, axis=1)
+        blocks = [("line", np.concatenate([lines, body_cells]))]
+        cell_series = {name: np.concatenate([v, np.full((len(v), len(body_cells)) + v.shape[2:], np.nan)], axis=1)
+                       for name, v in cell_series.items()}
     cwd = os.getcwd()
     try:  # meshio names the .h5 file relative to the working directory: write from the folder
         os.chdir(path.parent)

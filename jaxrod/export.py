@@ -319,7 +319,7 @@ def export_xdmf(traj, path, model=None, *, every: int = 1, data_format: str | No
     and the strains, with the static labels of :func:`export_paraview` (``rod``, ``body``,
     ``node``, ``radius``) at every step.
 
-    Strains (from each rod's geometry, :func:`_rod_fields`): cell data ``stretch`` (``|e| /
+    Strains (from each rod's geometry and frames): cell data ``stretch`` (``|e| /
     rest - 1`` per edge; the rest lengths of a DER rod, else the first saved frame's);
     ``curvature`` [1/m] (components along ``d1, d2, d3``: two bendings and twist) as cell data
     for rods with frames at their nodes (shooting/Cosserat models) or point data at the interior

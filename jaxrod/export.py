@@ -268,6 +268,17 @@ def _cell_blocks(blocks, values):
     return out
 
 
+def _check_path(path, suffix, what):
+    """``Path(path)``; ``ValueError`` unless it ends in ``suffix``, ``FileNotFoundError`` when
+    its folder does not exist."""
+    path = Path(path)
+    if path.suffix != suffix:
+        raise ValueError(f"path must end in {suffix} ({what}), got {str(path)!r}")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"path: folder {str(path.parent)!r} does not exist")
+    return path
+
+
 def export_paraview(traj, path, model=None, *, every: int = 1) -> Path:
     """Write ``traj`` as a ParaView time series: ``path`` (``.pvd``) indexes one ``.vtu`` per saved
     frame, written to the folder ``<stem>_frames`` beside it.
@@ -287,11 +298,7 @@ def export_paraview(traj, path, model=None, *, every: int = 1) -> Path:
     (:func:`export_xdmf` lists them).
     """
     meshio = _meshio()
-    path = Path(path)
-    if path.suffix != ".pvd":
-        raise ValueError(f"path must end in .pvd (a ParaView time series), got {str(path)!r}")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"path: folder {str(path.parent)!r} does not exist")
+    path = _check_path(path, ".pvd", "a ParaView time series")
     times, keep, points, blocks, static, point_series, cell_series = _prepare(traj, model, every)
     folder = path.with_name(f"{path.stem}_frames")
     folder.mkdir(exist_ok=True)
@@ -342,11 +349,7 @@ def export_xdmf(traj, path, model=None, *, every: int = 1, data_format: str | No
         the ``.xdmf`` path.
     """
     meshio = _meshio()
-    path = Path(path)
-    if path.suffix != ".xdmf":
-        raise ValueError(f"path must end in .xdmf (an XDMF time series), got {str(path)!r}")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"path: folder {str(path.parent)!r} does not exist")
+    path = _check_path(path, ".xdmf", "an XDMF time series")
     if data_format is None:
         import importlib.util
 

@@ -47,6 +47,11 @@ def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
             ax1.plot(t, pos[:, k, axis], style, lw=1, label=f"{name} {'xyz'[axis]}")
     what = "centre paths" + (f" and rods at {len(shots)} times" if rods else "")
     ax0.set(xlabel="x [m]", ylabel="z [m]", title=f"{what} (x-z; dots: start)", aspect="equal")
+    xz = np.concatenate([pos.reshape(-1, 3)] + [r[shots].reshape(-1, 3) for r in rods])[:, [0, 2]]
+    xz = xz[np.all(np.isfinite(xz), axis=1)]
+    if len(xz):  # a square around what is drawn: a motion along z alone keeps an x range
+        c, h = 0.5 * (xz.min(axis=0) + xz.max(axis=0)), 0.55 * max(float(np.max(np.ptp(xz, axis=0))), 1e-9)
+        ax0.set(xlim=(c[0] - h, c[0] + h), ylim=(c[1] - h, c[1] + h))
     ax1.set(xlabel="t [s]", ylabel="position [m]", title="centre coordinates")
     ax0.legend(fontsize=8)
     ax1.legend(fontsize=7, ncol=2)
@@ -108,7 +113,9 @@ def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames
     idx = np.unique(np.linspace(0, last, min(int(max_frames), last + 1)).round().astype(int))
     pts = np.concatenate([bodies[: last + 1].reshape(-1, 3)] + [r[: last + 1].reshape(-1, 3) for r in rods])
     lo, hi = pts.min(axis=0), pts.max(axis=0)
-    pad = 0.05 * max(float(np.max(hi - lo)), 1e-9)
+    half = 0.55 * max(float(np.max(hi - lo)), 1e-9)  # a square around everything: equal aspect, no sliver
+    mid = 0.5 * (lo + hi)
+    lo, hi, pad = mid - half, mid + half, 0.0
     scene = None
     if model is not None:
         from .scene3d import Scene3D, body_poses, system_layout

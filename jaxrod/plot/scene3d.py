@@ -189,7 +189,7 @@ class Scene3D:
         self.boxes = []
         for i, name in enumerate(layout.names):
             poly = Poly3DCollection(self._box_faces(0, i), facecolor=colours[i], edgecolor="k", linewidths=0.4,
-                                    alpha=0.45)
+                                    alpha=0.25)
             poly.set_label(name)
             ax.add_collection3d(poly)
             self.boxes.append(poly)

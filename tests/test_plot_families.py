@@ -115,6 +115,25 @@ def test_multibody_gif_moves_the_boxes(tmp_path, double_pendulum):
     _assert_frames_differ(frames)
 
 
+def test_contact_system_draws_links_and_contact_spheres(tmp_path, double_pendulum):
+    """A contact system (the snake's kind: links with contact spheres) is drawn by the same code:
+    each sphere rides on its link, at its offset in the link's frame."""
+    from jaxrod.system.contact import ContactSystem, SphereContact
+
+    system, traj, _ = double_pendulum
+    spheres = [SphereContact("upper", (0.15, 0.0, 0.0), 0.02, mu=0.3),
+               SphereContact("lower", (0.25, 0.0, 0.0), 0.02, mu=0.3),
+               SphereContact("lower", (0.35, 0.0, 0.0), 0.02, mu=0.3)]
+    contact = ContactSystem(system, spheres)
+    fig = plot_bodies(traj, ["upper", "lower"], tmp_path / "c.png", model=contact)
+    scene = fig.scene3d
+    assert len(scene.boxes) == 2
+    x, R = np.asarray(traj.positions), np.swapaxes(np.asarray(traj.frames), -1, -2)
+    expect = [x[-1, 0] + R[-1, 0] @ [0.05, 0.0, 0.0], x[-1, 1] + R[-1, 1] @ [-0.05, 0.0, 0.0],
+              x[-1, 1] + R[-1, 1] @ [0.05, 0.0, 0.0]]
+    np.testing.assert_allclose(np.stack(scene.sphere_marks.get_data_3d(), axis=1), expect, atol=1e-12)
+
+
 def test_hybrid_figure_draws_rods_and_attachments_in_3d(tmp_path, small_hybrid):
     T = 4
     pos = np.random.default_rng(3).standard_normal((T, 10, 3))  # rods: rows 0-3 and 4-7; bodies 8, 9

@@ -383,7 +383,7 @@ def _cmd_simulate_system(loaded, args, out, err):
 
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=not args.no_progress):
             animate_bodies(traj, loaded.body_names, args.animate, title=loaded.name, model=loaded.model)
-        print(f"animation {args.animate} (x-z, true scale)", file=out, flush=True)
+        print(f"animation {args.animate} (3-D and x-z, true scale)", file=out, flush=True)
     _export(args, traj, loaded.model, out)
     return 0
 

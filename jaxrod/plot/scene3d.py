@@ -201,9 +201,14 @@ class Scene3D:
         self.sphere_marks = ax.plot([], [], [], "o", color="tab:gray", ms=4, alpha=0.8, label="contact spheres")[0] if (
             layout.spheres) else None
         self.trail_lines = [ax.plot([], [], [], "-", color=c, lw=0.8, alpha=0.7)[0] for c in colours] if trails else []
-        lo, hi = pts.min(axis=0) if len(pts) else np.zeros(3), pts.max(axis=0) if len(pts) else np.zeros(3)
-        centre, r = 0.5 * (lo + hi), 0.5 * float(np.max(hi - lo)) + 2.0 * float(np.max(self.half, initial=0.0))
-        r = max(r, 1e-6)
+        # the cube around everything drawn until the last valid time: points and box corners
+        if len(layout.names):
+            M = np.einsum("tbij,bjk->tbik", self.R[: last + 1], layout.axes)  # box axes in the world
+            corners = self.x[: last + 1, :, None] + np.einsum("cj,bj,tbij->tbci", _CORNERS, self.half, M)
+            corners = corners.reshape(-1, 3)
+            pts = np.concatenate([pts, corners[np.all(np.isfinite(corners), axis=1)]])
+        lo, hi = (pts.min(axis=0), pts.max(axis=0)) if len(pts) else (np.zeros(3), np.zeros(3))
+        centre, r = 0.5 * (lo + hi), max(0.55 * float(np.max(hi - lo)), 1e-6)
         ax.set(xlim=(centre[0] - r, centre[0] + r), ylim=(centre[1] - r, centre[1] + r),
                zlim=(centre[2] - r, centre[2] + r), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
         ax.set_box_aspect((1, 1, 1))  # equal aspect: the limits are a cube

@@ -125,9 +125,10 @@ def _build_parser():
                    help="cantilever-static only: tip load as P L^2 / EI (default 0.03)")
     s.add_argument("--plot", metavar="FILE", help="save a summary figure (PNG, PDF, SVG...)")
     s.add_argument("--animate", metavar="FILE", help="save a GIF animation (dynamic scenes only)")
-    s.add_argument("--export", metavar="FILE.pvd",
-                   help="write the run for ParaView: a .pvd time series of .vtu frames (rods as polylines with "
-                        "radius, bodies as points, frames as vectors; needs meshio, the 'export' extra)")
+    s.add_argument("--export", metavar="FILE.pvd|FILE.xdmf",
+                   help="write the run for ParaView: a .pvd time series of .vtu frames, or an .xdmf time series "
+                        "(rods as polylines with radius and strains, bodies as points, frames as vectors; needs "
+                        "meshio, the 'export' extra)")
     s.add_argument("--exaggerate", type=_exaggeration, default="auto", metavar="auto|FACTOR",
                    help="draw shapes in --plot/--animate with displacements multiplied by FACTOR (1: true "
                         "scale); auto (default): a round factor that makes a small motion visible, stated on "
@@ -382,7 +383,7 @@ def _cmd_simulate_system(loaded, args, out, err):
 
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=not args.no_progress):
             animate_bodies(traj, loaded.body_names, args.animate, title=loaded.name, model=loaded.model)
-        print(f"animation {args.animate} (x-z, true scale)", file=out, flush=True)
+        print(f"animation {args.animate} (3-D and x-z, true scale)", file=out, flush=True)
     _export(args, traj, loaded.model, out)
     return 0
 
@@ -440,8 +441,8 @@ def _check_export_path(args):
         return
     import os
 
-    if not args.export.endswith(".pvd"):
-        raise CLIError(f"--export {args.export}: the file must end in .pvd (a ParaView time series)")
+    if not args.export.endswith((".pvd", ".xdmf")):
+        raise CLIError(f"--export {args.export}: the file must end in .pvd or .xdmf (a ParaView time series)")
     folder = os.path.dirname(os.path.abspath(args.export))
     if not os.path.isdir(folder):
         raise CLIError(f"--export {args.export}: folder {folder} does not exist")
@@ -454,13 +455,14 @@ def _check_export_path(args):
 def _export(args, traj, model, out):
     if not args.export:
         return
-    from .export import export_paraview
+    from .export import export_trajectory
     from .progress import activity
 
     with activity(f"writing {args.export} ({len(traj.times)} frames)", enabled=not args.no_progress):
-        path = export_paraview(traj, args.export, model)
-    print(f"export    {path} ({len(traj.times)} frames in {path.stem}_frames/; open the .pvd in ParaView)",
-          file=out, flush=True)
+        path = export_trajectory(traj, args.export, model)
+    where = (f" in {path.stem}_frames/; open the .pvd in ParaView" if path.suffix == ".pvd" else
+             "; open it in ParaView, Warp By Vector with 'displacement' moves the points")
+    print(f"export    {path} ({len(traj.times)} frames{where})", file=out, flush=True)
 
 
 def _cmd_simulate(args, out, err):

@@ -101,17 +101,44 @@ def test_tmtdyn_example_files_build_the_scene_models():
     assert (sleeve.dt, sleeve.duration, module.dt, module.duration) == (0.005, 3.0, 0.002, 1.0)
 
 
-def test_four_bar_file_closes_its_loop():
+@pytest.fixture(scope="module")
+def four_bar_run():
+    loaded = load_model("four_bar.toml")
+    return loaded, loaded.simulate(n_steps=50)
+
+
+def test_four_bar_file_closes_its_loop(four_bar_run):
     """The [constraints] planar pin closes the loop: 17 independent rows, every step converges and
     all joints (the loop closure included) hold to the Newton tolerance over 50 steps."""
-    loaded = load_model("four_bar.toml")
+    loaded, traj = four_bar_run
     assert loaded.model.n_constraints == 5 * 3 + 2
-    traj = loaded.simulate(n_steps=50)
     g = np.asarray(loaded.model.constraint_values(traj.positions, traj.frames))
     assert np.max(np.abs(g)) < 1e-9
     # the crank centre stays on its circle of radius 0.1 m about the pivot
     r = np.linalg.norm(np.asarray(traj.positions)[:, 0], axis=-1)
     np.testing.assert_allclose(r, 0.1, atol=1e-9)
+
+
+def test_four_bar_figure_draws_each_joint_where_both_its_bodies_put_it(four_bar_run, tmp_path):
+    """The 3-D view of the run (jaxrod.plot.plot_bodies): three boxes, and every joint drawn from
+    both of its sides (body poses and anchors) at one point, at every saved time: the drawing reads
+    the poses and anchors the way the joints constrain them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from jaxrod.plot import plot_bodies
+
+    loaded, traj = four_bar_run
+    fig = plot_bodies(traj, loaded.body_names, tmp_path / "fb.png", model=loaded.model)
+    scene = fig.scene3d
+    assert len(scene.boxes) == 3
+    for k in range(0, len(traj.times), 10):
+        pts = scene.joint_points(k)
+        assert len(pts) == 2 * len(loaded.model.body_index)  # both sides of every joint
+        d = np.linalg.norm(pts[:, None] - pts[None], axis=-1) + np.eye(len(pts))
+        assert np.max(np.min(d, axis=1)) < 1e-8
+    drawn = np.stack(scene.joint_marks.get_data_3d(), axis=1)  # the figure shows the last time
+    np.testing.assert_allclose(drawn, scene.joint_points(len(traj.times) - 1))
 
 
 def test_double_pendulum_file_keeps_its_energy():

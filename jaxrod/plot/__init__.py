@@ -4,14 +4,18 @@ notebooks, scripts); models, scenes and model files never draw.
 * :mod:`jaxrod.plot.rods`: rod trajectories, static shapes, GIFs, mode shapes and the displacement
   scale of drawn shapes (:func:`plot_trajectory`, :func:`plot_static`, :func:`animate_trajectory`,
   :func:`plot_modes`, :func:`displacement_scale`, :func:`node_chains`).
-* :mod:`jaxrod.plot.robots`: a parallel robot's plate (:func:`plot_plate_trajectory`) and a tendon
-  robot's tip path, tensions and motor displacements (:func:`plot_tendon_robot`).
+* :mod:`jaxrod.plot.robots`: a parallel robot's plate and legs (:func:`plot_plate_trajectory`), a
+  tendon robot's tip path, tensions and motor displacements (:func:`plot_tendon_robot`) and its
+  tendons' paths (:func:`tendon_paths`, drawn on the rod by :func:`plot_trajectory` and
+  :func:`animate_trajectory`).
 * :mod:`jaxrod.plot.bodies`: a rigid-body or hybrid run from a model file: body paths and the
-  rods at a few times (:func:`plot_bodies`), a GIF (:func:`animate_bodies`).
+  rods at a few times, and the system in 3-D (:func:`plot_bodies`), a GIF (:func:`animate_bodies`).
+* :mod:`jaxrod.plot.scene3d`: the 3-D drawing of bodies (boxes from their inertia), joints, rods
+  and attachments behind them (:class:`~jaxrod.plot.scene3d.Scene3D`).
 """
 
 from .bodies import animate_bodies, plot_bodies
-from .robots import plot_plate_trajectory, plot_tendon_robot
+from .robots import plot_plate_trajectory, plot_tendon_robot, tendon_paths
 from .rods import animate_trajectory, displacement_scale, node_chains, plot_modes, plot_static, plot_trajectory
 
 __all__ = [
@@ -25,4 +29,5 @@ __all__ = [
     "plot_static",
     "plot_tendon_robot",
     "plot_trajectory",
+    "tendon_paths",
 ]

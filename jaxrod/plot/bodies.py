@@ -1,6 +1,8 @@
 """Figures of a rigid-body or hybrid run from a model file: the paths of the body centres (x-z
-view), the rods of a hybrid system drawn at a few instants, and the centre coordinates against
-time; and a GIF of the run (rods as lines, bodies as dots with their trails). User-facing (the
+view), the rods of a hybrid system drawn at a few instants, the centre coordinates against time
+and, given the model, the whole system in 3-D at the last saved instant (bodies as boxes from
+their inertia, joints, rods, attachments: :mod:`jaxrod.plot.scene3d`); and a GIF of the run (the
+3-D view beside the x-z view: rods as lines, bodies as dots with their trails). User-facing (the
 command line), imports matplotlib."""
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ __all__ = ["animate_bodies", "plot_bodies"]
 def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
     """Save a figure of ``traj`` to ``path``: the body centres' x-z paths and x, y, z against time;
     for a :class:`~jaxrod.system.HybridSystem` (``model``) also each rod's shape at ``snapshots``
-    evenly spaced saved times (light to dark) in the x-z panel. Returns the figure.
+    evenly spaced saved times (light to dark) in the x-z panel. Given ``model`` (a multibody,
+    hybrid or contact system) a third panel draws the system in 3-D at the last valid saved time
+    (:class:`~jaxrod.plot.scene3d.Scene3D`: boxes, joints, rods, attachments, paths; equal
+    aspect), reachable as ``fig.scene3d``. Returns the figure.
 
     ``traj.positions`` is ``(T, n_bodies, 3)`` [m] for a multibody system; a hybrid system's
     positions hold its rods' nodes first and the bodies after them, which ``model`` tells apart
@@ -24,8 +29,11 @@ def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
 
     t = np.asarray(traj.times)
     pos, rods = _split(traj, names, model)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.5))
     valid = np.ones(len(t), bool) if traj.valid is None else np.asarray(traj.valid, bool)
+    three_d = model is not None
+    fig = plt.figure(figsize=(16.5 if three_d else 11, 4.8))
+    ax0 = fig.add_subplot(1, 3 if three_d else 2, 1)
+    ax1 = fig.add_subplot(1, 3 if three_d else 2, 2)
     shots = np.unique(np.linspace(0, int(np.flatnonzero(valid)[-1]), max(int(snapshots), 1)).round().astype(int))
     for i, r in enumerate(rods):
         for j, k in enumerate(shots):
@@ -39,9 +47,26 @@ def plot_bodies(traj, names, path, title=None, model=None, snapshots=6):
             ax1.plot(t, pos[:, k, axis], style, lw=1, label=f"{name} {'xyz'[axis]}")
     what = "centre paths" + (f" and rods at {len(shots)} times" if rods else "")
     ax0.set(xlabel="x [m]", ylabel="z [m]", title=f"{what} (x-z; dots: start)", aspect="equal")
+    xz = np.concatenate([pos.reshape(-1, 3)] + [r[shots].reshape(-1, 3) for r in rods])[:, [0, 2]]
+    xz = xz[np.all(np.isfinite(xz), axis=1)]
+    if len(xz):  # a square around what is drawn: a motion along z alone keeps an x range
+        c, h = 0.5 * (xz.min(axis=0) + xz.max(axis=0)), 0.55 * max(float(np.max(np.ptp(xz, axis=0))), 1e-9)
+        ax0.set(xlim=(c[0] - h, c[0] + h), ylim=(c[1] - h, c[1] + h))
     ax1.set(xlabel="t [s]", ylabel="position [m]", title="centre coordinates")
     ax0.legend(fontsize=8)
     ax1.legend(fontsize=7, ncol=2)
+    fig.scene3d = None
+    if three_d:
+        from .scene3d import Scene3D, body_poses, system_layout
+
+        last = int(np.flatnonzero(valid)[-1])
+        ax2 = fig.add_subplot(1, 3, 3, projection="3d")
+        x, R = body_poses(traj, model)
+        scene = Scene3D(ax2, system_layout(model), x, R, np.asarray(traj.positions), valid_last=last)
+        scene.update(last)
+        ax2.set_title(f"3-D at t = {t[last]:g} s (boxes from the inertias)", fontsize=9)
+        ax2.legend(fontsize=7, loc="upper left")
+        fig.scene3d = scene
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -68,9 +93,10 @@ def _split(traj, names, model):
 
 def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames=150, dpi=80):
     """Write a GIF of ``traj`` in the x-z plane (true scale): each rod of a hybrid ``model`` as a
-    line, each body as a dot with the path it has travelled so far. Frames are subsampled evenly
-    to at most ``max_frames`` (first and last kept); frames after a failed step are not drawn.
-    Returns ``path``."""
+    line, each body as a dot with the path it has travelled so far; given ``model``, the 3-D view
+    of :class:`~jaxrod.plot.scene3d.Scene3D` (boxes, joints, rods, attachments) on the left.
+    Frames are subsampled evenly to at most ``max_frames`` (first and last kept); frames after a
+    failed step are not drawn. Returns ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,8 +113,20 @@ def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames
     idx = np.unique(np.linspace(0, last, min(int(max_frames), last + 1)).round().astype(int))
     pts = np.concatenate([bodies[: last + 1].reshape(-1, 3)] + [r[: last + 1].reshape(-1, 3) for r in rods])
     lo, hi = pts.min(axis=0), pts.max(axis=0)
-    pad = 0.05 * max(float(np.max(hi - lo)), 1e-9)
-    fig, ax = plt.subplots(figsize=(6, 5))
+    half = 0.55 * max(float(np.max(hi - lo)), 1e-9)  # a square around everything: equal aspect, no sliver
+    mid = 0.5 * (lo + hi)
+    lo, hi, pad = mid - half, mid + half, 0.0
+    scene = None
+    if model is not None:
+        from .scene3d import Scene3D, body_poses, system_layout
+
+        fig = plt.figure(figsize=(11, 5))
+        ax3 = fig.add_subplot(1, 2, 1, projection="3d")
+        x, R = body_poses(traj, model)
+        scene = Scene3D(ax3, system_layout(model), x, R, np.asarray(traj.positions), valid_last=last)
+        ax = fig.add_subplot(1, 2, 2)
+    else:
+        fig, ax = plt.subplots(figsize=(6, 5))
     ax.set(xlim=(lo[0] - pad, hi[0] + pad), ylim=(lo[2] - pad, hi[2] + pad), xlabel="x [m]", ylabel="z [m]",
            aspect="equal")
     rod_lines = [ax.plot([], [], "-", color="tab:purple", lw=2)[0] for _ in rods]
@@ -97,6 +135,8 @@ def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames
     ax.legend(fontsize=8, loc="upper right")
     frames = []
     for k in idx:
+        if scene is not None:
+            scene.update(k)
         for line, r in zip(rod_lines, rods):
             line.set_data(r[k, :, 0], r[k, :, 2])
         for b, (tr, dot) in enumerate(zip(trails, dots)):

@@ -571,10 +571,29 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110
     _shape_xz(ax_s, curves, labels, styles, _shape_title("centerline, x-z projection", factor), floors)
     ax_3 = fig.add_subplot(gs[2], projection="3d")
     _shape_3d(ax_3, curves, styles, floors, title=_shape_title("3-D view", factor))
+    fig.tendon_lines = []
+    for k, tp in enumerate(_tendon_draw(traj, model, factor)):  # a tendon robot: its tendons on it
+        for j, i in enumerate(frames[:2]):
+            style = dict(color=f"C{(k + 4) % 10}", lw=1.0, ls=":" if j == 0 else "-")
+            fig.tendon_lines.append(ax_s.plot(tp[i, :, 0], tp[i, :, 2], label=f"tendon {k}" if j else None,
+                                              **style)[0])
+            fig.tendon_lines.append(ax_3.plot(tp[i, :, 0], tp[i, :, 1], tp[i, :, 2], **style)[0])
+    if fig.tendon_lines:
+        ax_s.legend(fontsize=8, loc="best")
     if title:
         fig.suptitle(_wrap(title, fig.get_figwidth(), 11), fontsize=11)
     _save(fig, path, dpi)
     return fig
+
+
+def _tendon_draw(traj, model, factor):
+    """The tendon paths of ``model`` over ``traj`` (:func:`~jaxrod.plot.robots.tendon_paths`),
+    with their displacement from the initial path multiplied by ``factor``."""
+    if not getattr(model, "tendons", ()):
+        return []
+    from .robots import tendon_paths
+
+    return [tp if factor == 1 else tp[:1] + factor * (tp - tp[:1]) for tp in tendon_paths(traj, model)]
 
 
 def plot_static(positions, path=None, title=None, *, reference_positions=None, labels=None, exaggeration="auto",
@@ -703,6 +722,7 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
     # limits cover the floor under the structure too, so the floor shows even before contact
     feet = np.concatenate(_floor_feet(draw, floors)) if floors else np.zeros((0, 3))
     allp = np.concatenate([draw.reshape(-1, 3), feet])
+    tendons = [] if network else _tendon_draw(traj, model, factor)
 
     fig = _new_figure((6, 4) if len(panels) == 1 else (10.5, 4))
     movers = []  # (artist, update(i)) pairs
@@ -717,6 +737,9 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
             (line,) = ax.plot([], [], [], "C3-o", lw=2, ms=2.5, label="network" if network else "centerline")
             movers.append((line, lambda a, i: a.set_data_3d(draw[i, :, 0], draw[i, :, 1], draw[i, :, 2])))
             _setup_3d(ax, lo, hi, title="")
+            for j, tp in enumerate(tendons):
+                (tl,) = ax.plot([], [], [], "-", color=f"C{(j + 4) % 10}", lw=1, label=f"tendon {j}")
+                movers.append((tl, lambda a, i, tp=tp: a.set_data_3d(tp[i, :, 0], tp[i, :, 1], tp[i, :, 2])))
             if not network:
                 (tip,) = ax.plot([], [], [], "C0o", ms=5)
                 movers.append((tip, lambda a, i: a.set_data_3d(pos[i, -1:, 0], pos[i, -1:, 1], pos[i, -1:, 2])))
@@ -729,6 +752,9 @@ def _animation(traj, max_frames=150, *, title=None, exaggeration="auto", model=N
             ax.plot(draw[0, :, a0], draw[0, :, a1], "k--", lw=1, alpha=0.5, label="initial")
             (line,) = ax.plot([], [], "C3-o", lw=2, ms=2.5, label="network" if network else "centerline")
             movers.append((line, lambda a, i, a0=a0, a1=a1: a.set_data(draw[i, :, a0], draw[i, :, a1])))
+            for j, tp in enumerate(tendons):
+                (tl,) = ax.plot([], [], "-", color=f"C{(j + 4) % 10}", lw=1, label=f"tendon {j}")
+                movers.append((tl, lambda a, i, tp=tp, a0=a0, a1=a1: a.set_data(tp[i, :, a0], tp[i, :, a1])))
             if not network:  # a network's last global node is no tip
                 (tip,) = ax.plot([], [], "C0o", ms=5)
                 movers.append((tip, lambda a, i, a0=a0, a1=a1: a.set_data(pos[i, -1:, a0], pos[i, -1:, a1])))

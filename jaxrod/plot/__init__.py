@@ -6,20 +6,26 @@ notebooks, scripts); models, scenes and model files never draw.
   :func:`plot_modes`, :func:`displacement_scale`, :func:`node_chains`).
 * :mod:`jaxrod.plot.robots`: a parallel robot's plate (:func:`plot_plate_trajectory`) and a tendon
   robot's tip path, tensions and motor displacements (:func:`plot_tendon_robot`).
+* :mod:`jaxrod.plot.contact`: a set-valued contact run (the snake robot): bodies from above with
+  one body's path, its coordinates and the contacts touching (:func:`plot_contact_trajectory`),
+  a top + side view GIF (:func:`animate_contact_trajectory`).
 * :mod:`jaxrod.plot.bodies`: a rigid-body or hybrid run from a model file: body paths and the
   rods at a few times (:func:`plot_bodies`), a GIF (:func:`animate_bodies`).
 """
 
 from .bodies import animate_bodies, plot_bodies
+from .contact import animate_contact_trajectory, plot_contact_trajectory
 from .robots import plot_plate_trajectory, plot_tendon_robot
 from .rods import animate_trajectory, displacement_scale, node_chains, plot_modes, plot_static, plot_trajectory
 
 __all__ = [
     "animate_bodies",
+    "animate_contact_trajectory",
     "animate_trajectory",
     "displacement_scale",
     "node_chains",
     "plot_bodies",
+    "plot_contact_trajectory",
     "plot_modes",
     "plot_plate_trajectory",
     "plot_static",

@@ -161,25 +161,25 @@ def test_serpenoid_gait_refuses_non_finite_parameters_naming_them():
 
 def test_sidewinding_lifts_most_of_the_body_and_moves_sideways():
     """The paper's sidewinding (section VIII-E: A_h = 30, A_v = 10, delta = 90 deg, soft start,
-    mu = 0.2) from the straight posture along y, its first second at dt = 0.5 ms (the compiled
-    program of the tests above, 4 chunks of 500 steps): all 22 spheres touch at the start; once the
+    mu = 0.2) from the straight posture along y, its first 0.75 s at dt = 0.5 ms (the compiled
+    program of the tests above, 3 chunks of 500 steps): all 22 spheres touch at the start; once the
     vertical wave is on, most of the body is lifted (the paper: "most of the body was lifted"), and
     the centre of mass moves sideways, along -x (perpendicular to the body), not along the body.
-    Measured: 2-3 of 22 spheres in contact after 0.5 s; centre of mass -1.97 cm in x, -0.5 cm in y
-    at 1 s (the 15 s run in benchmarks/snake_paper.py: about 1.2 m along -x)."""
+    Measured: 1-3 of 22 spheres in contact from 0.1 s on; centre of mass -1.7 cm in x, -0.03 cm in
+    y at 0.75 s (the 15 s run in benchmarks/snake_paper.py: about 1.2 m along -x)."""
     from jaxrod.scenes.snake import snake_sidewinding
 
     cs = snake_sidewinding().model
     state, t0, chunks = None, 0.0, []
-    for _ in range(4):
+    for _ in range(3):
         tr = jaxrod.simulate(cs, dt=DT / 2, n_steps=500, save_every=50, state0=state, t0=t0)
         chunks.append(tr)
         state, t0 = tr.final, float(tr.times[-1])
     assert np.all(np.asarray(chunks[0].gaps[0]) <= 0.0)  # the straight start lies on all spheres
-    touching = np.concatenate([np.asarray(c.active[1:]).sum(1) for c in chunks[2:]])
-    assert touching.max() <= 6, touching  # most of the body lifted in the second half second
+    touching = np.concatenate([np.asarray(c.active[1:]).sum(1) for c in chunks[1:]])
+    assert touching.max() <= 5, touching  # most of the body lifted from 0.25 s on
     com0 = np.asarray(chunks[0].positions[0]).mean(0)
     com1 = np.asarray(chunks[-1].positions[-1]).mean(0)
     assert -0.03 < com1[0] - com0[0] < -0.01
-    assert abs(com1[1] - com0[1]) < 0.01
+    assert abs(com1[1] - com0[1]) < 0.005
     assert np.max(np.abs(np.asarray(cs.joint_violation(chunks[-1].q)))) < 1e-12

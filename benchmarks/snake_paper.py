@@ -8,7 +8,7 @@ the start-up (how far its travel coordinate ever came back from its best, t > 3 
 run's own mean direction), the contact-solver sweeps and the joint drift; writes
 ``results/snake_paper.json`` (link 6 and centre of mass every 0.1 s).
 
-    nice -n 10 python benchmarks/snake_paper.py [--dt 5e-4] [--duration 15] [--no-write]
+    nice -n 10 python benchmarks/snake_paper.py [--dt 5e-4] [--duration 15] [--only TEXT] [--no-write]
 
 About 2.5 min for the three on this 2-core host when idle (dt = 0.5 ms); 18 min when it was loaded.
 """
@@ -43,13 +43,23 @@ def main():
     ap.add_argument("--dt", type=float, default=5e-4)
     ap.add_argument("--duration", type=float, default=15.0)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--only", metavar="TEXT", help="run only the runs whose name contains TEXT (the others keep "
+                    "their recorded results in the JSON)")
     args = ap.parse_args()
     n_steps = int(round(args.duration / args.dt))
     save = max(1, min(int(round(0.1 / args.dt)), n_steps))
     while n_steps % save:
         save -= 1
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "snake_paper.json")
     rows, result = [], {"dt": args.dt, "duration": args.duration, "runs": {}}
+    if args.only and os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        if (old.get("dt"), old.get("duration")) == (args.dt, args.duration):
+            result = old
     for name, kw in RUNS:
+        if args.only and args.only not in name:
+            continue
         opts = MoreauOptions(rtol=1e-6, max_iterations=5000)
         cs = snake_sidewinding(options=opts).model if kw is None else snake_model(11, options=opts, **kw)
         t0 = time.time()
@@ -76,7 +86,6 @@ def main():
     out(table(["run", "link 6 dx [m]", "link 6 dy [m]", "CoM dx [m]", "CoM dy [m]", "CoM vx 5-15 s [m/s]",
                "spheres touching (of 22)", "link 6 largest back-slide [m]", "sweeps mean / max", "joint drift", "min gap [m]", "wall [s]"], rows))
     if not args.no_write:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "snake_paper.json")
         with open(path, "w") as f:
             json.dump(result, f)
         out(f"\nwrote {path}")

@@ -98,7 +98,16 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
   h(u_A)``; its evaluation point of ``tau_C`` is not stated). They are explicit: a stiff PD loop
   needs ``dt`` below about ``2 / omega_n`` (the snake's pitch loop, 800 N m/rad on about
   1e-3 kg m^2: ~1.5 ms by this estimate; its runs at 1 ms are stable);
-* ``normalize_midpoint`` [False]: the paper normalises only ``q_E``.
+* ``normalize_midpoint`` [False]: the paper normalises only ``q_E``;
+* ``compliance`` [0]: constraint-force mixing ``gamma_k += c D_kk P_k`` (rigid contact at 0),
+  for problems whose rigid solution is not unique (:class:`MoreauOptions`).
+
+Derivatives: the contact solve is differentiated by the implicit function theorem at its fixed
+point (:func:`solve_contact_problem`, a ``custom_jvp``; reverse mode through the transposed
+tangent solve), regularised by ``implicit_regularization`` where the impulses are not unique;
+everything else in the step is differentiated directly, so ``jax.grad`` of a run's outcome works
+(measured on the block of ``tests/test_contact.py``: d(stop distance)/d(mu) through 300 steps
+equals central differences to 1e-6 and the closed form to O(dt)).
 """
 
 from __future__ import annotations

@@ -10,6 +10,16 @@ integrated by Moreau midpoint time stepping. Spec: ``/work/shared/specs/seed002_
 * scene ``snake-undulation-ortho``: lateral undulation with orthotropic friction
   ``mu_along = 0.1``, ``mu_across = 0.5`` (paper section VIII-B; the paper's claim: the snake
   moves steadily forward, toward the link-1 end; with isotropic friction it moves slowly backward).
+* scene ``snake-undulation-iso``: the lateral-undulation experiment, isotropic ``mu = 0.2``,
+  ``A_h = 40 deg`` (section VIII-D: slowly backward, in the wave's direction).
+* scene ``snake-sidewinding``: sidewinding with the soft start on isotropic ``mu = 0.2`` from the
+  straight posture (section VIII-E: almost straight, about 1-1.4 m in 15 s, most of the body
+  lifted). Measured (``benchmarks/snake_paper.py``, dt 0.5 ms, 15 s): link 6 -1.32 m along x,
+  +0.03 m across; 2.4 of 22 spheres touching on average; link 6 never slides back more than 6 mm
+  after the start-up. ``dt = 1 ms`` fails (NaN impulses at t = 1.8 s): use 0.5 ms or less.
+
+The scenes' ``reference["track_body"]`` is link 6 (index 5), whose path ``jaxrod simulate ...
+--plot`` draws from above (:func:`jaxrod.plot.plot_contact_trajectory`).
 
 Conventions (spec 2.2-2.7): body ``x`` axis along the link toward link ``i + 1``; the joint
 between links ``i`` and ``i + 1`` turns about ``e_z`` of link ``i`` (yaw, ``alpha_h``) and ``e_y``

@@ -21,13 +21,12 @@ Writes ``results/snake_gait_opt.json`` (learning curve, gaits, check runs).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import numpy as np
 
-from _common import cpu_name, git_sha, load_average, out, table
+from _common import cpu_name, git_sha, load_average, out, table, write_result
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -105,10 +104,7 @@ def main():
               "lr": args.lr, "curve": curve, "best": best, "checks_rigid": checks,
               "optimiser_cpu_s": curve[-1]["cpu_s"], "load_end": load_average()}
     if not args.no_write:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "snake_gait_opt.json")
-        with open(path, "w") as f:
-            json.dump(result, f, indent=1)
-        out(f"\nwrote {path}")
+        write_result("snake_gait_opt.json", result)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,8 @@ def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    from PIL import Image
+
+    from .bodies import canvas_frame, save_gif
 
     if int(max_frames) < 1 or not fps > 0:
         raise ValueError(f"need max_frames >= 1 and fps > 0, got {max_frames}, {fps}")
@@ -153,9 +154,6 @@ def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None
         bodies_side.set_data(chain[:, 0], chain[:, 2])
         trail.set_data(p[: k + 1, 0], p[: k + 1, 1])
         fig.suptitle(f"{title + ': ' if title else ''}t = {t[k]:.2f} s", fontsize=9)
-        fig.canvas.draw()
-        frames.append(Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(),
-                                       "raw", "RGBA", 0, 1).convert("RGB"))
+        frames.append(canvas_frame(fig))
     plt.close(fig)
-    frames[0].save(str(path), save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
-    return path
+    return save_gif(frames, path, fps)

@@ -4,11 +4,12 @@ maximise the forward (+x) travel of the centre of mass over a short horizon, on 
 friction (0.1 along / 0.5 across), by gradient ascent through the whole Moreau run (each step's
 contact solve differentiated implicitly at its fixed point).
 
-The optimised model uses ``MoreauOptions(compliance=1e-3)``: rigid Coulomb contact on two spheres
-per link can have many solutions with different velocities when it slides, and then no
-derivative; the compliance makes the solution, and the gradient, unique. The result is checked by
-forward runs of the rigid (paper's) model, initial against optimised gait, over the horizon and
-over a whole gait period of the initial gait (4.5 s).
+The optimised model uses ``MoreauOptions(compliance=1e-2)`` (``--compliance``): rigid Coulomb
+contact on two spheres per link can have many solutions with different velocities when it slides,
+and then no derivative; the compliance makes the solution, and the gradient, unique (its
+indeterminate directions converge at a rate ~ 1 - c per sweep, so a small c costs many sweeps). The
+result is checked by forward runs of the rigid (paper's) model, initial against optimised gait,
+over the horizon and over a whole gait period of the initial gait (4.5 s).
 
 Start: the paper's LU gait (A_h = 30 deg, delta_h = -50 deg, omega_h = 80 deg/s) from the straight
 posture with a 3 deg soft start (so the start posture does not depend on the parameters).
@@ -63,13 +64,14 @@ def main():
     ap.add_argument("--horizon", type=float, default=1.0, help="optimised horizon [s]")
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--lr", type=float, default=0.08, help="Adam step [rad, rad, rad/s]")
+    ap.add_argument("--compliance", type=float, default=1e-2, help="MoreauOptions.compliance of the optimised model")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     out(f"{cpu_name()}, load {load_average()}, {args.links} links, horizon {args.horizon:g} s at dt {DT * 1e3:g} ms")
     n = int(round(args.horizon / DT))
     theta0 = jnp.asarray(np.radians([30.0, -50.0, 80.0]))
     soft = snake_model(args.links, posture="straight", gait=gait_of(theta0),
-                       options=MoreauOptions(compliance=1e-3, rtol=1e-8, max_iterations=20000))
+                       options=MoreauOptions(compliance=args.compliance, rtol=1e-6, max_iterations=20000))
     value_and_grad = jax.jit(jax.value_and_grad(lambda th: travel(soft, th, n)))
     opt = optax.adam(args.lr)
     state = opt.init(theta0)
@@ -101,7 +103,7 @@ def main():
     out("")
     out(table(["gait (rigid contact)", "horizon [s]", "CoM x travel [m]"], rows))
     result = {"commit": git_sha(), "cpu": cpu_name(), "links": args.links, "horizon_s": args.horizon, "dt": DT,
-              "lr": args.lr, "curve": curve, "best": best, "checks_rigid": checks,
+              "lr": args.lr, "compliance": args.compliance, "curve": curve, "best": best, "checks_rigid": checks,
               "optimiser_cpu_s": curve[-1]["cpu_s"], "load_end": load_average()}
     if not args.no_write:
         write_result("snake_gait_opt.json", result)

@@ -10,7 +10,8 @@ run's own mean direction), the contact-solver sweeps and the joint drift; writes
 
     nice -n 10 python benchmarks/snake_paper.py [--dt 5e-4] [--duration 15] [--only TEXT] [--no-write]
 
-About 2.5 min for the three on this 2-core host when idle (dt = 0.5 ms); 18 min when it was loaded.
+About 2.5 min for the three lateral-undulation runs on this 2-core host when idle (dt = 0.5 ms), 18 min
+when it was loaded; the sidewinding run alone 2 min at load 5.7.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def main():
                                 "joint_drift": drift, "wall_s": wall, "spheres_touching_mean": touching,
                                 "link6_largest_backslide_m": back}
     out(table(["run", "link 6 dx [m]", "link 6 dy [m]", "CoM dx [m]", "CoM dy [m]", "CoM vx 5-15 s [m/s]",
-               "spheres touching (of 22)", "link 6 largest back-slide [m]", "sweeps mean / max", "joint drift", "min gap [m]", "wall [s]"], rows))
+               "spheres touching (of 22)", "link 6 largest back-slide [m]", "sweeps mean / max", "joint drift",
+               "min gap [m]", "wall [s]"], rows))
     if not args.no_write:
         with open(path, "w") as f:
             json.dump(result, f)

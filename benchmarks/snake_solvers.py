@@ -1,19 +1,22 @@
-"""Contact solvers of the Moreau stepper on the snake robot (Transeth et al. 2008): the paper's
-Jacobi iteration with its absolute r-factors (r_N, r_T, r_V) = (0.1, 0.01, 0.05) kg, Jacobi and
-projected Gauss-Seidel with scaled r-factors (relaxation / D_kk), and over-relaxed Gauss-Seidel
-(SOR), all warm-started from each contact's last impulses and stopped by the same criterion
-(energy norm, rtol 1e-6), and Gauss-Seidel on the contact problem made unique by a small compliance (another model: MoreauOptions.compliance). Two problems: the resting snake (straight, gait amplitude 0: 22 sticking
-contacts on 26 degrees of freedom, statically indeterminate) and lateral undulation on
-orthotropic friction (curved start), at dt = 0.5 ms.
+"""Contact solvers of the Moreau stepper on the snake robot (Transeth et al. 2008): the paper's Jacobi
+iteration with its absolute r-factors (r_N, r_T, r_V) = (0.1, 0.01, 0.05) kg, Jacobi and projected
+Gauss-Seidel with scaled r-factors (relaxation / D_kk), and over-relaxed Gauss-Seidel (SOR), all
+warm-started from each contact's last impulses and stopped by the same criterion (energy norm, rtol
+1e-6), and Gauss-Seidel on the contact problem made unique by a small compliance (another model:
+MoreauOptions.compliance). Two problems: the resting snake (straight, gait amplitude 0: 22 sticking
+contacts on 26 degrees of freedom, statically indeterminate) and lateral undulation on orthotropic
+friction (curved start), at dt = 0.5 ms.
 
-For each: contact sweeps per step (mean / max, over the converged steps), process CPU per
-simulated second (a second, timed call after a call that compiles), and the largest distance over
-the run between link 6's path and the default solver's (Gauss-Seidel, the first row), or the step where
-the iteration failed (runs go on with ``throw=False`` and stop there). Where the rigid problem has
-one solution the distance is at the level the tolerance allows; the sliding snake's rigid Coulomb
+For each: contact sweeps per step (mean / max, over the converged steps), process CPU per simulated
+second (a second, timed call after a call that compiles), and the largest distance over the run
+between link 6's path and the default solver's (Gauss-Seidel, the first row), or the step where the
+iteration failed (runs go on with ``throw=False`` and stop there). Where the rigid problem has one
+solution the distance is at the level the tolerance allows; the sliding snake's rigid Coulomb
 problem can have many (``MoreauOptions.compliance``), and solvers may then pick different ones.
 
-    nice -n 10 python benchmarks/snake_solvers.py [--duration 2] [--no-write]
+    nice -n 10 python benchmarks/snake_solvers.py [--duration 1] [--no-write]
+
+About 15 min at load 6 (the paper's Jacobi and the failing SOR 1.5 take most).
 
 Writes ``results/snake_solvers.json``.
 """
@@ -63,7 +66,7 @@ def run(problem, solver, duration, rtol=1e-6):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=2.0)
+    ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     out(f"{cpu_name()}, load before {load_average()}, dt = {DT * 1e3:g} ms, {args.duration:g} s per run")

@@ -380,6 +380,7 @@ def test_contact_solve_derivatives_by_implicit_differentiation_match_finite_diff
     np.testing.assert_allclose(float(g), float(jnp.sum(weights * dP)), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_block_stop_distance_gradient_by_implicit_differentiation():
     """Gradients through a whole run (the issue's analytic case): a block (a box on four corner
     spheres, statically indeterminate in its normal impulses) sliding from 1 m/s with mu = 0.2

@@ -11,8 +11,9 @@ indeterminate directions converge at a rate ~ 1 - c per sweep, so a small c cost
 result is checked by forward runs of the rigid (paper's) model, initial against optimised gait,
 over the horizon and over a whole gait period of the initial gait (4.5 s).
 
-Start: the paper's LU gait (A_h = 30 deg, delta_h = -50 deg, omega_h = 80 deg/s) from the straight
-posture with a 3 deg soft start (so the start posture does not depend on the parameters).
+Start: the paper's LU gait (A_h = 30 deg, delta_h = -50 deg, omega_h = 80 deg/s) and its curved start
+posture, which stays the start posture of every gait tried (a new gait's references jump at t = 0 and
+the PD controllers follow): the question asked is which gait goes farthest from this posture.
 
     nice -n 10 python benchmarks/snake_gait_opt.py [--links 11] [--horizon 1.0] [--iterations 8] [--no-write]
 
@@ -40,7 +41,7 @@ import jaxrod  # noqa: E402
 from jaxrod.integrate.moreau import MoreauOptions  # noqa: E402
 from jaxrod.scenes.snake import SerpenoidGait, snake_model  # noqa: E402
 
-DT = 1e-3
+DT = 5e-4  # 1 ms steps blow up on some gaits (the sidewinding scene fails at 1.8 s with them)
 #: parameter bounds [rad], [rad], [rad/s]
 LOWER = np.radians([5.0, -120.0, 20.0])
 UPPER = np.radians([60.0, -10.0, 160.0])
@@ -48,7 +49,7 @@ UPPER = np.radians([60.0, -10.0, 160.0])
 
 def gait_of(theta):
     a, d, w = theta[0], theta[1], theta[2]
-    return SerpenoidGait(amplitude_h=a, delta_h=d, omega_h=w, soft_start=np.radians(3.0))
+    return SerpenoidGait(amplitude_h=a, delta_h=d, omega_h=w)
 
 
 def travel(model, theta, n_steps):
@@ -63,14 +64,14 @@ def main():
     ap.add_argument("--links", type=int, default=11)
     ap.add_argument("--horizon", type=float, default=1.0, help="optimised horizon [s]")
     ap.add_argument("--iterations", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=0.08, help="Adam step [rad, rad, rad/s]")
+    ap.add_argument("--lr", type=float, default=0.05, help="Adam step [rad, rad, rad/s]")
     ap.add_argument("--compliance", type=float, default=1e-2, help="MoreauOptions.compliance of the optimised model")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     out(f"{cpu_name()}, load {load_average()}, {args.links} links, horizon {args.horizon:g} s at dt {DT * 1e3:g} ms")
     n = int(round(args.horizon / DT))
     theta0 = jnp.asarray(np.radians([30.0, -50.0, 80.0]))
-    soft = snake_model(args.links, posture="straight", gait=gait_of(theta0),
+    soft = snake_model(args.links, gait=gait_of(theta0),
                        options=MoreauOptions(compliance=args.compliance, rtol=1e-6, max_iterations=20000))
     value_and_grad = jax.jit(jax.value_and_grad(lambda th: travel(soft, th, n)))
     opt = optax.adam(args.lr)
@@ -79,6 +80,9 @@ def main():
     c0, t0 = time.process_time(), time.perf_counter()
     for k in range(args.iterations + 1):
         v, g = value_and_grad(theta)
+        if not (np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g)))):
+            out(f"  {k:2d}: the run or its gradient is not finite at {np.degrees(np.asarray(theta)).round(2)}; stopping")
+            break
         curve.append({"iteration": k, "travel_m": float(v), "theta": np.asarray(theta).tolist(),
                       "grad": np.asarray(g).tolist(), "cpu_s": time.process_time() - c0,
                       "wall_s": time.perf_counter() - t0})
@@ -91,7 +95,7 @@ def main():
         theta = jnp.clip(optax.apply_updates(theta, upd), LOWER, UPPER)
     best = max(curve, key=lambda c: c["travel_m"])
     theta_best = jnp.asarray(best["theta"])
-    rigid = snake_model(args.links, posture="straight", gait=gait_of(theta0),
+    rigid = snake_model(args.links, gait=gait_of(theta0),
                         options=MoreauOptions(rtol=1e-6, max_iterations=20000))
     rows, checks = [], {}
     for horizon in (args.horizon, 4.5):

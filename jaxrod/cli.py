@@ -578,7 +578,7 @@ def _write_contact_figures(args, traj, model, scene, out):
 
     report = not args.no_progress
     track = scene.reference.get("track_body")
-    what = "the centroid" if track is None else f"body {track + 1}"
+    what = "the centroid" if track is None else model.system.bodies[track].name
     if args.plot:
         from .plot import plot_contact_trajectory
 

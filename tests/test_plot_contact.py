@@ -47,6 +47,7 @@ def test_contact_figure_draws_links_between_their_spheres_and_the_tracked_path(t
         np.testing.assert_allclose(y, want[:, 1], atol=1e-12)
     np.testing.assert_allclose(lines[3].get_xdata(), q[:, 1, 0])  # link 2's path
     np.testing.assert_allclose(lines[3].get_ydata(), q[:, 1, 1])
+    assert series.lines[0].get_label() == "link2 x - x(0)"  # the body's name in the model
     np.testing.assert_allclose(series.lines[0].get_ydata(), 0.05 * np.arange(7), atol=1e-12)
     np.testing.assert_allclose(series.lines[1].get_ydata(), -0.02 * np.arange(7), atol=1e-12)
     np.testing.assert_array_equal(contacts.lines[0].get_ydata(), np.full(6, 3))

@@ -35,8 +35,9 @@ def _body_segments(traj, model):
     return out
 
 
-def _track(traj, track):
-    """``((T, 3) path [m], label)`` of body ``track`` (``None``: the mean of the body centres)."""
+def _track(traj, track, model=None):
+    """``((T, 3) path [m], label)`` of body ``track`` (``None``: the mean of the body centres); the
+    label is the body's name in ``model`` where it has one."""
     import numpy as np
 
     pos = np.asarray(traj.positions)
@@ -45,7 +46,8 @@ def _track(traj, track):
     track = int(track)
     if not 0 <= track < pos.shape[1]:
         raise ValueError(f"track must be a body index in [0, {pos.shape[1]}), got {track}")
-    return pos[:, track], f"body {track + 1}"
+    bodies = getattr(getattr(model, "system", None), "bodies", None)
+    return pos[:, track], (bodies[track].name if bodies else f"body {track + 1}")
 
 
 def _last_valid(traj):
@@ -82,7 +84,7 @@ def plot_contact_trajectory(traj, path, title=None, *, model=None, track=None, s
     t = np.asarray(traj.times)
     last = _last_valid(traj)
     seg = _body_segments(traj, model)
-    p, label = _track(traj, track)
+    p, label = _track(traj, track, model)
     fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(14, 4.3), gridspec_kw={"width_ratios": [1.3, 1.2, 0.8]})
     shots = np.unique(np.linspace(0, last, max(int(snapshots), 1)).round().astype(int))
     for j, k in enumerate(shots):
@@ -131,7 +133,7 @@ def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None
     t = np.asarray(traj.times)
     last = _last_valid(traj)
     seg = _body_segments(traj, model)[: last + 1]
-    p, label = _track(traj, track)
+    p, label = _track(traj, track, model)
     idx = np.unique(np.linspace(0, last, min(int(max_frames), last + 1)).round().astype(int))
     pts = seg.reshape(-1, 3)
     lo, hi = pts.min(axis=0), pts.max(axis=0)

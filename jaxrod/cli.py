@@ -590,7 +590,7 @@ def _write_contact_figures(args, traj, model, scene, out):
 
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
             animate_contact_trajectory(traj, args.animate, title=scene.name, model=model, track=track)
-        print(f"animation {args.animate} (top and side views, true scale)", file=out, flush=True)
+        print(f"animation {args.animate} (top view true scale, side view)", file=out, flush=True)
     _export(args, traj, model, out)
     return 0
 

@@ -115,9 +115,9 @@ def plot_contact_trajectory(traj, path, title=None, *, model=None, track=None, s
 
 
 def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None, fps=20, max_frames=150, dpi=80):
-    """Write a GIF of a contact run, top view (x-y) and side view (x-z), true scale: every body as
-    the segment through its contact-sphere centres, spheres touching the ground marked, and the
-    tracked body's path so far (``track``: body index, ``None``: the centroid). Frames are
+    """Write a GIF of a contact run, top view (x-y, true scale) and side view (x-z or y-z, across the
+    longer horizontal extent of the run; z not to scale): every body as the segment through its
+    contact-sphere centres, and the tracked body's path so far (``track``: body index, ``None``: the centroid). Frames are
     subsampled evenly to at most ``max_frames`` (first and last kept); frames after a failed step
     are not drawn. Returns ``path``."""
     import matplotlib
@@ -139,11 +139,12 @@ def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     pad = 0.08 * max(float(np.max(hi[:2] - lo[:2])), 1e-9)
     zr = float(np.max(getattr(model, "radius", np.zeros(1)))) if model is not None else 0.0
+    h = 0 if hi[0] - lo[0] >= hi[1] - lo[1] else 1  # the side view looks across the longer extent
     fig, (top, side) = plt.subplots(2, 1, figsize=(6.5, 7.5), gridspec_kw={"height_ratios": [2.2, 1]})
     top.set(xlim=(lo[0] - pad, hi[0] + pad), ylim=(lo[1] - pad, hi[1] + pad), xlabel="x [m]", ylabel="y [m]",
             aspect="equal", title="top view")
-    side.set(xlim=(lo[0] - pad, hi[0] + pad), ylim=(min(lo[2], 0.0) - zr - 0.01, hi[2] + zr + 0.01),
-             xlabel="x [m]", ylabel="z [m]", title="side view (z exaggerated by the axis limits)")
+    side.set(xlim=(lo[h] - pad, hi[h] + pad), ylim=(min(lo[2], 0.0) - zr - 0.01, hi[2] + zr + 0.01),
+             xlabel=f"{'xy'[h]} [m]", ylabel="z [m]", title=f"side view, {'xy'[h]}-z (z not to scale)")
     side.axhline(0.0, color="0.6", lw=0.8)
     bodies_top = top.plot([], [], "-o", color="0.3", lw=3, ms=3)[0]
     trail = top.plot([], [], "-", color="tab:red", lw=1, label=f"{label} path")[0]
@@ -153,7 +154,7 @@ def animate_contact_trajectory(traj, path, title=None, *, model=None, track=None
     for k in idx:
         chain = seg[k].reshape(-1, 3)
         bodies_top.set_data(chain[:, 0], chain[:, 1])
-        bodies_side.set_data(chain[:, 0], chain[:, 2])
+        bodies_side.set_data(chain[:, h], chain[:, 2])
         trail.set_data(p[: k + 1, 0], p[: k + 1, 1])
         fig.suptitle(f"{title + ': ' if title else ''}t = {t[k]:.2f} s", fontsize=9)
         frames.append(canvas_frame(fig))

@@ -146,7 +146,7 @@ def _check_number(owner, name, value, unit, lower=0.0, strict=False, upper=None)
     bad = not jnp.isfinite(x) or (x <= lower if strict else x < lower) or (upper is not None and x > upper)
     if bad:
         rng = f"{'>' if strict else '>='} {lower:g}" + (f" and <= {upper:g}" if upper is not None else "")
-        raise ValueError(f"{owner}.{name} must be a finite number {rng} [{unit}], got {value!r}")
+        raise ValueError(f"{owner}.{name} must be a finite number {rng} [{unit}], got {x!r}")
 
 
 class MoreauOptions(eqx.Module):

@@ -97,7 +97,8 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
   evaluated: ``(q_M, u_A, t_M)`` or ``(q_A, u_A, t_A)`` (``'start'``) (the paper's ``h_M =
   h(u_A)``; its evaluation point of ``tau_C`` is not stated). They are explicit: a stiff PD loop
   needs ``dt`` below about ``2 / omega_n`` (the snake's pitch loop, 800 N m/rad on about
-  1e-3 kg m^2: ~1.5 ms by this estimate; its runs at 1 ms are stable);
+  1e-3 kg m^2: ~1.5 ms, on a turned link's axial inertia 2.35e-4 kg m^2: ~1.1 ms; some of its
+  gaits blow up at 1 ms, see :func:`jaxrod.scenes.snake.snake_undulation`);
 * ``normalize_midpoint`` [False]: the paper normalises only ``q_E``;
 * ``compliance`` [0]: constraint-force mixing ``gamma_k += c D_kk P_k`` (rigid contact at 0),
   for problems whose rigid solution is not unique (:class:`MoreauOptions`).

@@ -334,8 +334,13 @@ def snake_undulation(n_links=AIKO["n_links"], mu_along=0.1, mu_across=0.5, dt=5e
     """Scene ``snake-undulation-ortho``: Aiko's lateral undulation with orthotropic friction (paper
     section VIII-B: ``A_h = 30 deg``, ``omega = 80 deg/s``, ``delta_h = -50 deg``, curved start,
     15 s). The paper's step is 0.25 ms; the default here is 0.5 ms (the PD pitch loop is explicit
-    in the scheme: ``dt`` below about 1.5 ms by the estimate ``2 / omega_n``; 1 ms runs are stable
-    and give the same forward motion to 0.1 mm over 1 s). ``reference["track_body"]`` is link 6
+    in the scheme: ``dt`` below ``2 / omega_n``; on the pitch gain 800 N m/rad acting on a link's
+    transverse inertia with its lever, about 1e-3 kg m^2, that is ~1.5 ms, but where a link is
+    turned (``alpha_h != 0``) part of the pitch torque turns it about its own axis, ``Theta_3 =
+    2.35e-4 kg m^2``: ~1.1 ms. 1 ms runs of this scene from the curved start are stable and give
+    the same forward motion as 0.5 ms to 0.1 mm over 1 s; sidewinding, and undulation from the
+    straight start, blew up at 1 ms, silently in the latter, every contact solve converged: keep
+    0.5 ms or less). ``reference["track_body"]`` is link 6
     (index 5), the paper's measured link, whose path the figures draw."""
     model = snake_model(n_links, mu_along=mu_along, mu_across=mu_across, **kw)
     return _snake_scene(

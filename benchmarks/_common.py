@@ -87,3 +87,14 @@ def load_average():
         return tuple(round(x, 2) for x in os.getloadavg())
     except OSError:
         return None
+
+
+def write_result(name, result):
+    """Write ``result`` (JSON-serialisable) to ``benchmarks/results/NAME`` and say so; returns the path."""
+    import json
+
+    path = os.path.join(ROOT, "benchmarks", "results", name)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    out(f"\nwrote {path}")
+    return path

@@ -611,6 +611,8 @@ def _write_figures(args, traj, model, scene, out):
 
     report = not args.no_progress
     out.flush()  # the summary first, also when stdout is a pipe
+    if getattr(traj, "impulses", None) is not None:  # set-valued contact: bodies from above, a tracked path
+        return _write_contact_figures(args, traj, model, scene, out)
     if args.plot or args.animate:
         from .plot import animate_trajectory, displacement_scale, plot_trajectory
 
@@ -639,6 +641,30 @@ def _write_figures(args, traj, model, scene, out):
         with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
             animate_trajectory(traj, args.animate, title=scene.name, model=model, exaggeration=scale)
         print(f"animation {args.animate} (shapes: displacement x {scale:g})", file=out, flush=True)
+    _export(args, traj, model, out)
+    return 0
+
+
+def _write_contact_figures(args, traj, model, scene, out):
+    """``--plot``/``--animate`` of a set-valued contact run: top view with the path of the scene's
+    ``reference["track_body"]`` (the snake: link 6), and a top + side view GIF."""
+    from .progress import activity
+
+    report = not args.no_progress
+    track = scene.reference.get("track_body")
+    what = "the centroid" if track is None else model.system.bodies[track].name
+    if args.plot:
+        from .plot import plot_contact_trajectory
+
+        with activity(f"drawing {args.plot}", enabled=report):
+            plot_contact_trajectory(traj, args.plot, title=scene.description, model=model, track=track)
+        print(f"plot      {args.plot} (top view, path of {what}, contacts touching; true scale)", file=out, flush=True)
+    if args.animate:
+        from .plot import animate_contact_trajectory
+
+        with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=report):
+            animate_contact_trajectory(traj, args.animate, title=scene.name, model=model, track=track)
+        print(f"animation {args.animate} (top view true scale, side view)", file=out, flush=True)
     _export(args, traj, model, out)
     return 0
 

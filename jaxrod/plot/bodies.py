@@ -102,7 +102,6 @@ def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    from PIL import Image
 
     if int(max_frames) < 1 or not fps > 0:
         raise ValueError(f"need max_frames >= 1 and fps > 0, got {max_frames}, {fps}")
@@ -143,9 +142,21 @@ def animate_bodies(traj, names, path, title=None, model=None, fps=20, max_frames
             tr.set_data(bodies[: k + 1, b, 0], bodies[: k + 1, b, 2])
             dot.set_data([bodies[k, b, 0]], [bodies[k, b, 2]])
         ax.set_title(f"{title + ': ' if title else ''}t = {t[k]:.3f} s", fontsize=9)
-        fig.canvas.draw()
-        frames.append(Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(),
-                                       "raw", "RGBA", 0, 1).convert("RGB"))
+        frames.append(canvas_frame(fig))
     plt.close(fig)
+    return save_gif(frames, path, fps)
+
+
+def canvas_frame(fig):
+    """The figure drawn now, as an RGB :class:`PIL.Image.Image` (one GIF frame)."""
+    from PIL import Image
+
+    fig.canvas.draw()
+    return Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(), "raw", "RGBA", 0,
+                            1).convert("RGB")
+
+
+def save_gif(frames, path, fps):
+    """Write ``frames`` (PIL images) to ``path`` as a looping GIF at ``fps`` frames/s; returns ``path``."""
     frames[0].save(str(path), save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
     return path

@@ -14,9 +14,9 @@ reference values a result is checked against.
 * ``sleeve-pendulum``: TMTDyn's fabric sleeve (a 3 x 5 DER grid) whose clamps follow a damped
   rigid pendulum, see :mod:`jaxrod.scenes.sleeve`; ``stiff-flop-passive``: TMTDyn's STIFF-FLOP
   module as a PCS cantilever under its weight, see :mod:`jaxrod.scenes.stiff_flop`.
-* ``snake-undulation-ortho``: the snake robot Aiko of Transeth et al. (2008): 11 rigid links,
-  cardan joints, PD-tracked serpenoid gait, set-valued anisotropic Coulomb contact (Moreau time
-  stepping), see :mod:`jaxrod.scenes.snake`.
+* ``snake-undulation-ortho``, ``snake-undulation-iso``, ``snake-sidewinding``: the snake robot
+  Aiko of Transeth et al. (2008): 11 rigid links, cardan joints, PD-tracked serpenoid gait,
+  set-valued anisotropic Coulomb contact (Moreau time stepping), see :mod:`jaxrod.scenes.snake`.
 * ``rod-coiling``: a soft rod lowered onto a frictional floor lays down in coils of radius
   ~ the gravito-bending length (Jawed et al., PNAS 2014), see :func:`jaxrod.scenes.contact.rod_coiling`.
 

@@ -106,6 +106,10 @@ _INFOS = (
               ".stiff_flop", "stiff_flop_actuated", dt=0.05, duration=54.65),
     SceneInfo("snake-undulation-ortho", "Aiko snake robot, lateral undulation on orthotropic Coulomb friction (Transeth et al.)",
               ".snake", "snake_undulation", dt=5e-4, duration=15.0),
+    SceneInfo("snake-undulation-iso", "Aiko snake robot, lateral undulation on isotropic friction 0.2 (drifts backward)",
+              ".snake", "snake_undulation_iso", dt=5e-4, duration=15.0),
+    SceneInfo("snake-sidewinding", "Aiko snake robot, sidewinding with soft start on isotropic friction 0.2",
+              ".snake", "snake_sidewinding", dt=5e-4, duration=15.0),
     SceneInfo("stewart-gough", "Till et al. continuum Stewart-Gough platform: plate driven along a line, then free",
               ".stewart_gough", "stewart_gough", dt=1.0 / 120.0, duration=5.0),
 )

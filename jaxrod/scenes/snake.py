@@ -10,6 +10,16 @@ integrated by Moreau midpoint time stepping. Spec: ``/work/shared/specs/seed002_
 * scene ``snake-undulation-ortho``: lateral undulation with orthotropic friction
   ``mu_along = 0.1``, ``mu_across = 0.5`` (paper section VIII-B; the paper's claim: the snake
   moves steadily forward, toward the link-1 end; with isotropic friction it moves slowly backward).
+* scene ``snake-undulation-iso``: the lateral-undulation experiment, isotropic ``mu = 0.2``,
+  ``A_h = 40 deg`` (section VIII-D: slowly backward, in the wave's direction).
+* scene ``snake-sidewinding``: sidewinding with the soft start on isotropic ``mu = 0.2`` from the
+  straight posture (section VIII-E: almost straight, about 1-1.4 m in 15 s, most of the body
+  lifted). Measured (``benchmarks/snake_paper.py``, dt 0.5 ms, 15 s): link 6 -1.32 m along x,
+  +0.03 m across; 2.4 of 22 spheres touching on average; link 6 never slides back more than 6 mm
+  after the start-up. ``dt = 1 ms`` fails (NaN impulses at t = 1.8 s): use 0.5 ms or less.
+
+The scenes' ``reference["track_body"]`` is link 6 (index 5), whose path ``jaxrod simulate ...
+--plot`` draws from above (:func:`jaxrod.plot.plot_contact_trajectory`).
 
 Conventions (spec 2.2-2.7): body ``x`` axis along the link toward link ``i + 1``; the joint
 between links ``i`` and ``i + 1`` turns about ``e_z`` of link ``i`` (yaw, ``alpha_h``) and ``e_y``
@@ -51,14 +61,43 @@ def _f(x):
     return jnp.asarray(x, dtype=jnp.float64)
 
 
+def _soft_start_time(amplitude, omega, phase, threshold):
+    """First time ``t >= 0`` [s] at which ``|amplitude sin(omega t + phase)| < threshold`` (the soft
+    start of spec 6.5), per joint; ``0`` when ``threshold <= 0`` (no soft start) or already below at
+    ``t = 0``; ``inf`` when never (``omega = 0`` and above).
+
+    Closed form: with ``a = asin(min(threshold / |amplitude|, 1))`` the band ``|sin theta| < s`` is
+    entered, going forward in ``theta``, at ``theta = k pi - a``; ``|sin|`` is even, so a negative
+    ``omega`` is the mirror image (``phase -> -phase``)."""
+    A = jnp.abs(amplitude)
+    s = jnp.clip(threshold / jnp.where(A > 0, A, 1.0), 0.0, 1.0)
+    a = jnp.arcsin(s)
+    below = (A == 0) | (jnp.abs(amplitude * jnp.sin(phase)) < threshold)
+    w = jnp.abs(omega)
+    theta = jnp.where(omega >= 0, phase, -phase)
+    t_on = jnp.mod(-a - theta, jnp.pi) / jnp.where(w > 0, w, 1.0)
+    t_on = jnp.where(w > 0, t_on, jnp.inf)
+    return jnp.where((threshold <= 0) | below, 0.0, t_on)
+
+
 class SerpenoidGait(eqx.Module):
     """The motion pattern generator (paper eqs. 70-71), for joints ``i = 1 .. n - 1``:
     ``alpha_h,r = A_h sin(omega_h t + (i - 1) delta_h) + phi_h`` and ``alpha_v,r = A_v sin(omega_v t
     + (i - 1) delta_v + delta) + phi_v`` [rad], with their analytic rates [rad/s].
 
+    Soft start (paper section VIII-E, spec 6.5; ``soft_start > 0`` [rad], the paper's sidewinding
+    uses 3 deg): each joint's horizontal reference is held at 0 (rate 0) until, for the first time,
+    ``|A_h sin(omega_h t + (i - 1) delta_h)| < soft_start``, then follows eq. 70 (it switches on
+    where the sine is small, so the jump is below ``soft_start``); the vertical references likewise
+    with their own sine. Joint 1's horizontal reference starts at once (``sin 0 = 0``). The offsets
+    ``phi`` are held at 0 too. The switch times are closed-form (:func:`_soft_start_time`), so the
+    gait stays a pure function of ``t``.
+
     Attributes (array leaves): ``amplitude_h``, ``omega_h`` [rad/s], ``delta_h``, ``offset_h``,
     ``amplitude_v``, ``omega_v``, ``delta_v``, ``delta``, ``offset_v`` [rad]; ``hold`` [s] the
-    zero-order hold of the references (0: continuous).
+    zero-order hold of the references (0: continuous); ``soft_start`` [rad] (0: none).
+
+    Constructors of the paper's gaits: :meth:`lateral_undulation`, :meth:`sidewinding`.
     """
 
     amplitude_h: jax.Array = eqx.field(converter=_f, default=np.radians(30.0))
@@ -71,17 +110,57 @@ class SerpenoidGait(eqx.Module):
     delta: jax.Array = eqx.field(converter=_f, default=0.0)
     offset_v: jax.Array = eqx.field(converter=_f, default=0.0)
     hold: jax.Array = eqx.field(converter=_f, default=0.0)
+    soft_start: jax.Array = eqx.field(converter=_f, default=0.0)
+
+    def __check_init__(self):
+        for name in ("amplitude_h", "omega_h", "delta_h", "offset_h", "amplitude_v", "omega_v", "delta_v", "delta",
+                     "offset_v", "hold", "soft_start"):
+            v = getattr(self, name)
+            if isinstance(v, jax.core.Tracer):
+                continue
+            if v.shape != () or not bool(jnp.isfinite(v)) or (name in ("hold", "soft_start") and float(v) < 0):
+                allowed = "a finite number >= 0" if name in ("hold", "soft_start") else "a finite number"
+                unit = {"hold": "s", "omega_h": "rad/s", "omega_v": "rad/s"}.get(name, "rad")
+                raise ValueError(f"SerpenoidGait.{name} must be {allowed} [{unit}], got {np.asarray(v).tolist()!r}")
+
+    @classmethod
+    def lateral_undulation(cls, amplitude_deg=30.0, **kw):
+        """The paper's lateral undulation (section VIII-B/D): ``A_h`` [deg] (30 on orthotropic
+        friction, 40 in the isotropic experiment), ``omega_h = 80 deg/s``, ``delta_h = -50 deg``, no
+        vertical wave. Keyword arguments override any field (radians)."""
+        return cls(**{"amplitude_h": np.radians(amplitude_deg), **kw})
+
+    @classmethod
+    def sidewinding(cls, **kw):
+        """The paper's sidewinding (section VIII-E, spec 6.4): ``A_h = 30 deg``, ``A_v = 10 deg``,
+        ``omega_h = omega_v = 80 deg/s``, ``delta_h = delta_v = -50 deg``, ``delta = 90 deg``, soft
+        start 3 deg. Keyword arguments override any field (radians)."""
+        w, d = np.radians(80.0), np.radians(-50.0)
+        base = dict(amplitude_h=np.radians(30.0), omega_h=w, delta_h=d, amplitude_v=np.radians(10.0), omega_v=w,
+                    delta_v=d, delta=np.radians(90.0), soft_start=np.radians(3.0))
+        return cls(**{**base, **kw})
+
+    def start_times(self, n_joints):
+        """``(t_h, t_v)`` ``(n_joints,)`` [s]: when each joint's horizontal and vertical references
+        switch on (all 0 without a soft start)."""
+        k = jnp.arange(n_joints)
+        return (_soft_start_time(self.amplitude_h, self.omega_h, k * self.delta_h, self.soft_start),
+                _soft_start_time(self.amplitude_v, self.omega_v, k * self.delta_v + self.delta, self.soft_start))
 
     def __call__(self, t, n_joints):
         """``(alpha_h, alpha_v, rate_h, rate_v)``, each ``(n_joints,)``, at time ``t`` [s]; with
         ``hold > 0`` [s] the references (and their rates) are held between samples every ``hold``
-        seconds (Aiko got its references at 10 Hz: ``hold = 0.1``; 0, the default: continuous)."""
+        seconds (Aiko got its references at 10 Hz: ``hold = 0.1``; 0, the default: continuous).
+        Before a joint's soft-start time (:meth:`start_times`) its reference and rate are 0."""
         t = jnp.where(self.hold > 0, jnp.floor(t / jnp.where(self.hold > 0, self.hold, 1.0)) * self.hold, t)
         k = jnp.arange(n_joints)
         ph = self.omega_h * t + k * self.delta_h
         pv = self.omega_v * t + k * self.delta_v + self.delta
-        return (self.amplitude_h * jnp.sin(ph) + self.offset_h, self.amplitude_v * jnp.sin(pv) + self.offset_v,
-                self.amplitude_h * self.omega_h * jnp.cos(ph), self.amplitude_v * self.omega_v * jnp.cos(pv))
+        on_h, on_v = (t >= s for s in self.start_times(n_joints))
+        return (jnp.where(on_h, self.amplitude_h * jnp.sin(ph) + self.offset_h, 0.0),
+                jnp.where(on_v, self.amplitude_v * jnp.sin(pv) + self.offset_v, 0.0),
+                jnp.where(on_h, self.amplitude_h * self.omega_h * jnp.cos(ph), 0.0),
+                jnp.where(on_v, self.amplitude_v * self.omega_v * jnp.cos(pv), 0.0))
 
 
 def cardan_angles(R, omega):
@@ -245,17 +324,55 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
     return ContactSystem(system, spheres, controller=controller, options=options, corrector=corrector)
 
 
+def _snake_scene(name, description, model, dt, duration, n_links):
+    return Scene(name=name, description=description, model=model, dt=dt, duration=duration, scheme=None,
+                 reference={"tip_axis": 0, "weight_N": AIKO["total_mass"] / AIKO["n_links"] * n_links * G,
+                            "track_body": min(5, n_links - 1)})
+
+
 def snake_undulation(n_links=AIKO["n_links"], mu_along=0.1, mu_across=0.5, dt=5e-4, duration=15.0, **kw):
     """Scene ``snake-undulation-ortho``: Aiko's lateral undulation with orthotropic friction (paper
     section VIII-B: ``A_h = 30 deg``, ``omega = 80 deg/s``, ``delta_h = -50 deg``, curved start,
     15 s). The paper's step is 0.25 ms; the default here is 0.5 ms (the PD pitch loop is explicit
-    in the scheme: ``dt`` below about 1.5 ms by the estimate ``2 / omega_n``; 1 ms runs are stable
-    and give the same forward motion to 0.1 mm over 1 s)."""
+    in the scheme: ``dt`` below ``2 / omega_n``; on the pitch gain 800 N m/rad acting on a link's
+    transverse inertia with its lever, about 1e-3 kg m^2, that is ~1.5 ms, but where a link is
+    turned (``alpha_h != 0``) part of the pitch torque turns it about its own axis, ``Theta_3 =
+    2.35e-4 kg m^2``: ~1.1 ms. 1 ms runs of this scene from the curved start are stable and give
+    the same forward motion as 0.5 ms to 0.1 mm over 1 s; sidewinding, and undulation from the
+    straight start, blew up at 1 ms, silently in the latter, every contact solve converged: keep
+    0.5 ms or less). ``reference["track_body"]`` is link 6
+    (index 5), the paper's measured link, whose path the figures draw."""
     model = snake_model(n_links, mu_along=mu_along, mu_across=mu_across, **kw)
-    return Scene(
-        name="snake-undulation-ortho",
-        description=f"Aiko snake robot ({n_links} links), lateral undulation, friction mu = {mu_along:g} along / "
-                    f"{mu_across:g} across (Transeth et al. 2008)",
-        model=model, dt=dt, duration=duration, scheme=None,
-        reference={"tip_axis": 0, "weight_N": AIKO["total_mass"] / AIKO["n_links"] * n_links * G},
-    )
+    return _snake_scene(
+        "snake-undulation-ortho",
+        f"Aiko snake robot ({n_links} links), lateral undulation, friction mu = {mu_along:g} along / "
+        f"{mu_across:g} across (Transeth et al. 2008)", model, dt, duration, n_links)
+
+
+def snake_undulation_iso(n_links=AIKO["n_links"], mu=0.2, amplitude_deg=40.0, dt=5e-4, duration=15.0, **kw):
+    """Scene ``snake-undulation-iso``: the paper's lateral-undulation experiment on particle board
+    (section VIII-D): isotropic Coulomb friction ``mu = 0.2``, ``A_h = 40 deg``, ``omega = 80 deg/s``,
+    ``delta_h = -50 deg``, curved start, 15 s. The paper: the snake (model and Aiko) moves slowly
+    backward, in the direction of the travelling wave (``-x`` here), of order 0.1-0.2 m in 15 s."""
+    gait = kw.pop("gait", None) or SerpenoidGait.lateral_undulation(amplitude_deg)
+    model = snake_model(n_links, mu_along=mu, mu_across=mu, gait=gait, **kw)
+    return _snake_scene(
+        "snake-undulation-iso",
+        f"Aiko snake robot ({n_links} links), lateral undulation, A_h = {amplitude_deg:g} deg, isotropic friction "
+        f"mu = {mu:g} (Transeth et al. 2008)", model, dt, duration, n_links)
+
+
+def snake_sidewinding(n_links=AIKO["n_links"], mu=0.2, dt=5e-4, duration=15.0, heading=np.pi / 2, **kw):
+    """Scene ``snake-sidewinding``: the paper's sidewinding (section VIII-E, spec 6.4-6.6):
+    :meth:`SerpenoidGait.sidewinding` (``A_h = 30 deg``, ``A_v = 10 deg``, ``delta = 90 deg``, soft
+    start 3 deg) from the straight posture on isotropic ``mu = 0.2``, 15 s. The paper does not state
+    the start direction; the body starts along ``y`` here (``heading = pi/2`` turns the default
+    straight posture, link 1 at ``+x``, by 90 deg: link 1 at ``+y``), so that the mostly sideways
+    travel is along ``x`` as in the paper's Fig. 10 (link 6's ``x`` spans 1.4 m there)."""
+    gait = kw.pop("gait", None) or SerpenoidGait.sidewinding()
+    kw.setdefault("posture", "straight")
+    model = snake_model(n_links, mu_along=mu, mu_across=mu, gait=gait, heading=heading, **kw)
+    return _snake_scene(
+        "snake-sidewinding",
+        f"Aiko snake robot ({n_links} links), sidewinding, isotropic friction mu = {mu:g} (Transeth et al. 2008)",
+        model, dt, duration, n_links)

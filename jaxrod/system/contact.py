@@ -32,10 +32,15 @@ turns continuously round edges and corners. Every sphere may touch every obstacl
 numbered planes first (``sphere * n_planes + plane``), then boxes (``n_spheres * n_planes + sphere *
 n_boxes + box``); :meth:`ContactSystem.contact_index` does the arithmetic.
 
+Gradients: ``jax.grad``/``jax.jvp`` through a run work; each step's contact solve is
+differentiated implicitly at its converged fixed point
+(:func:`~jaxrod.integrate.moreau.solve_contact_problem`), not through its iterations. Where the
+rigid Coulomb problem has many solutions with different velocities (redundant contacts that slide,
+e.g. the snake's two spheres per link), no derivative is defined and the run's result depends on
+the solver's path; ``MoreauOptions(compliance=...)`` makes it unique.
+
 What is not here: sphere-sphere and body-body contact, moving obstacles, other shapes, position
-correction of penetration (as the paper), and gradients through the contact solve (the
-``while_loop`` is not reverse-differentiable: ``jax.grad`` through a run fails; ``jit`` and
-``vmap`` work).
+correction of penetration (as the paper).
 """
 
 from __future__ import annotations

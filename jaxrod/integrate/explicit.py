@@ -122,6 +122,7 @@ class ExplicitStepper(AbstractStepper):
     model: AbstractExplicitModel
     scheme: AbstractExplicitScheme
 
+    cheap_steps = True
     failure = ("the explicit step", "(no residual: the new state was not finite)",
                "The explicit scheme is unstable at this dt: use a smaller dt, or an implicit scheme "
                "on the maximal-coordinate model for stiff springs and stops")

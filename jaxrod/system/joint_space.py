@@ -90,6 +90,17 @@ def _skew(v):
                       jnp.stack([-v[..., 1], v[..., 0], z], -1)], -2)
 
 
+def _mm(a, b):
+    """Batched ``(..., 3, 3) @ (..., 3, 3)`` as a broadcast product and sum: XLA fuses it with the
+    elementwise work around it (a batched ``dot`` of 3x3 blocks is a separate, slower kernel on CPU)."""
+    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
+
+
+def _mv(a, x):
+    """Batched ``(..., 3, 3) @ (..., 3)`` (as :func:`_mm`)."""
+    return jnp.sum(a * x[..., None, :], axis=-1)
+
+
 def _rot_x(a):
     c, s = jnp.cos(a), jnp.sin(a)
     o, z = jnp.ones_like(a), jnp.zeros_like(a)
@@ -250,6 +261,9 @@ class JointSpaceSystem(AbstractExplicitModel):
         if not isinstance(system, MultibodySystem):
             raise ValueError(f"JointSpaceSystem.system must be a MultibodySystem, got {type(system).__name__}")
         nodes, node_of_body = _tree_nodes(system)
+        if all(nd.kind == _FIX for nd in nodes):
+            raise ValueError("JointSpaceSystem: the system has no degrees of freedom (every body is welded by "
+                             "Fixed joints); nothing to integrate")
         self.system = system
         n = len(nodes)
         self.A_R = jnp.asarray(np.stack([nd.A_R for nd in nodes]) if n else np.zeros((0, 3, 3)))
@@ -316,19 +330,23 @@ class JointSpaceSystem(AbstractExplicitModel):
 
     # ---- kinematics ------------------------------------------------------------------------------
     def _motion(self, q):
-        """Per node, the joint motion ``(Mrot (n, 3, 3), Mtr (n, 3))`` in the joint frame."""
+        """Per node, the joint motion ``(Mrot (n, 3, 3), Mtr (n, 3))`` in the joint frame: gathers
+        and selects (fusible elementwise work), no scatters."""
         n, dt = self.n_nodes, q.dtype
-        rev, pri, ball = self._idx(_REV), self._idx(_PRI), self._idx(_BALL)
-        qi = np.asarray(self.node_q, dtype=int)
-        Mrot = jnp.broadcast_to(jnp.eye(3, dtype=dt), (n, 3, 3))
-        if rev.size:
-            Mrot = Mrot.at[rev].set(_rot_x(q[qi[rev]]))
-        if ball.size:
-            quats = q[qi[ball][:, None] + np.arange(4)]
-            Mrot = Mrot.at[ball].set(quat_to_rotation(quats))
+        kinds = np.array(list(self.kinds)) if n else np.zeros(0, str)
+        qi = np.maximum(np.asarray(self.node_q, dtype=int), 0)
+        eye = jnp.eye(3, dtype=dt)
+        Mrot = jnp.broadcast_to(eye, (n, 3, 3))
+        is_rev, is_ball, is_pri = kinds == _REV, kinds == _BALL, kinds == _PRI
+        if is_rev.any():
+            Mrot = jnp.where(jnp.asarray(is_rev)[:, None, None], _rot_x(q[qi]), Mrot)
+        if is_ball.any():
+            quats = q[np.minimum(qi[:, None] + np.arange(4), self.n_q - 1)]
+            quats = jnp.where(jnp.asarray(is_ball)[:, None], quats, jnp.asarray([1.0, 0.0, 0.0, 0.0], dt))
+            Mrot = jnp.where(jnp.asarray(is_ball)[:, None, None], quat_to_rotation(quats), Mrot)
         Mtr = jnp.zeros((n, 3), dt)
-        if pri.size:
-            Mtr = Mtr.at[pri, 0].set(q[qi[pri]])
+        if is_pri.any():
+            Mtr = jnp.where(jnp.asarray(is_pri)[:, None], q[qi][:, None] * eye[0], Mtr)
         return Mrot, Mtr
 
     def kinematics(self, q):
@@ -339,52 +357,75 @@ class JointSpaceSystem(AbstractExplicitModel):
         (columns: motion axis first) and joint points ``(n, 3)`` [m] in the world frame."""
         n = self.n_nodes
         Mrot, Mtr = self._motion(q)
-        Rj = self.A_R @ Mrot  # joint frame (after the motion) in the parent's frame
-        pj = self.A_p + jnp.einsum("nij,nj->ni", self.A_R, Mtr)
-        R = Rj @ self.B_R
-        p = pj + jnp.einsum("nij,nj->ni", Rj, self.B_p)
-        eye, zero = jnp.eye(3, dtype=q.dtype)[None], jnp.zeros((1, 3), q.dtype)
-        for anc in self.rounds:  # pointer doubling (module docstring)
+        Rj = _mm(self.A_R, Mrot)  # joint frame (after the motion) in the parent's frame
+        pj = self.A_p + _mv(self.A_R, Mtr)
+        R = _mm(Rj, self.B_R)
+        p = pj + _mv(Rj, self.B_p)
+
+        def ancestor_pose(anc, R, p):
             a = np.asarray(anc, dtype=int)
-            Re, pe = jnp.concatenate([R, eye]), jnp.concatenate([p, zero])
-            R, p = Re[a] @ R, pe[a] + jnp.einsum("nij,nj->ni", Re[a], p)
-        par = np.array([pp if pp >= 0 else n for pp in self.parent], dtype=int)
-        Re, pe = jnp.concatenate([R, eye]), jnp.concatenate([p, zero])
-        W = Re[par] @ Rj
-        P = pe[par] + jnp.einsum("nij,nj->ni", Re[par], pj)
+            world = a == n
+            ac = np.minimum(a, n - 1)
+            Ra, pa = R[ac], p[ac]
+            if world.any():
+                w = jnp.asarray(world)
+                Ra = jnp.where(w[:, None, None], jnp.eye(3, dtype=q.dtype), Ra)
+                pa = jnp.where(w[:, None], 0.0, pa)
+            return Ra, pa
+
+        for anc in self.rounds:  # pointer doubling (module docstring)
+            Ra, pa = ancestor_pose(anc, R, p)
+            R, p = _mm(Ra, R), pa + _mv(Ra, p)
+        Rp, pp = ancestor_pose([a if a >= 0 else n for a in self.parent], R, p)
+        W = _mm(Rp, Rj)
+        P = pp + _mv(Rp, pj)
         return R, p, W, P
 
+    def _dof_columns(self):
+        """Static ``(node, column, prismatic)`` of every velocity coordinate: the joint-frame
+        column that is its axis, and whether it translates."""
+        node, col, pri = [], [], []
+        for i, k in enumerate(self.kinds):
+            m = 3 if k == _BALL else 1 if k in (_REV, _PRI) else 0
+            node += [i] * m
+            col += list(range(m))
+            pri += [k == _PRI] * m
+        return np.array(node, dtype=int), np.array(col, dtype=int), np.array(pri, dtype=bool)
+
     def _axes(self, W, P):
-        """``(n_v, 6)`` world motion axes ``S = (omega, v_O)`` of the velocity coordinates (one
-        batched evaluation per node kind, scattered into place)."""
-        S = jnp.zeros((self.n_v, 6), W.dtype)
-        dof = np.asarray(self.node_dof, dtype=int)
-        rev, pri, ball = self._idx(_REV), self._idx(_PRI), self._idx(_BALL)
-        if rev.size:
-            a = W[rev, :, 0]
-            S = S.at[dof[rev]].set(jnp.concatenate([a, jnp.cross(P[rev], a)], -1))
-        if pri.size:
-            S = S.at[dof[pri], 3:].set(W[pri, :, 0])
-        if ball.size:
-            E = jnp.swapaxes(W[ball], -1, -2)  # (n_ball, 3 axes, 3)
-            rows = jnp.concatenate([E, jnp.cross(P[ball][:, None], E)], -1)
-            S = S.at[(dof[ball][:, None] + np.arange(3)).ravel()].set(rows.reshape(-1, 6))
+        """``(n_v, 6)`` world motion axes ``S = (omega, v_O)`` of the velocity coordinates."""
+        node, col, pri = self._dof_columns()
+        a = W[node, :, col]
+        S = jnp.concatenate([a, jnp.cross(P[node], a)], -1)
+        if pri.any():
+            S = jnp.where(jnp.asarray(pri)[:, None], jnp.concatenate([jnp.zeros_like(a), a], -1), S)
         return S
 
     # ---- inertia and forces ----------------------------------------------------------------------
-    def _spatial_inertias(self, R, p):
-        """``(n, 6, 6)`` spatial inertias of the nodes about the world origin (zero for the
-        massless cross-pin and translation nodes)."""
-        n = self.n_nodes
+    def _inertia_parameters(self, R, p):
+        """``(n, 13)`` the spatial inertia of every node about the world origin as ``(m, h = m c,
+        Jo (9))`` with ``Jo = R J R^T - m [c]x^2`` (zero for the massless nodes): linear in the
+        bodies, so the composite inertias are sums of rows."""
         bodies = np.asarray(self.node_body, dtype=int)
         has = bodies >= 0
-        m = jnp.zeros(n, p.dtype).at[np.flatnonzero(has)].set(self.system.masses()[bodies[has]])
-        J = jnp.zeros((n, 3, 3), p.dtype).at[np.flatnonzero(has)].set(self.system.inertias()[bodies[has]])
-        Jw = R @ J @ jnp.swapaxes(R, -1, -2)
-        C = _skew(p)
-        top = jnp.concatenate([Jw - m[:, None, None] * (C @ C), m[:, None, None] * C], -1)
-        bot = jnp.concatenate([-m[:, None, None] * C, m[:, None, None] * jnp.eye(3, dtype=p.dtype)], -1)
-        return jnp.concatenate([top, bot], -2)
+        bc = np.maximum(bodies, 0)
+        m = self.system.masses()[bc]
+        J = self.system.inertias()[bc]
+        Jw = _mm(_mm(R, J), jnp.swapaxes(R, -1, -2))
+        cc = jnp.sum(p * p, -1)
+        Jo = Jw + m[:, None, None] * (cc[:, None, None] * jnp.eye(3, dtype=p.dtype) - p[:, :, None] * p[:, None, :])
+        out = jnp.concatenate([m[:, None], m[:, None] * p, Jo.reshape(-1, 9)], -1)
+        if not has.all():
+            out = jnp.where(jnp.asarray(has)[:, None], out, 0.0)
+        return out
+
+    @staticmethod
+    def _apply_inertia(I, x):
+        """Spatial inertias ``I`` ``(..., 13)`` (see :meth:`_inertia_parameters`) times motions
+        ``x`` ``(..., 6)``: ``(Jo w + h x v, m v - h x w)``."""
+        m, h, Jo = I[..., :1], I[..., 1:4], I[..., 4:].reshape(I.shape[:-1] + (3, 3))
+        w, v = x[..., :3], x[..., 3:]
+        return jnp.concatenate([_mv(Jo, w) + jnp.cross(h, v), m * v - jnp.cross(h, w)], -1)
 
     def _external(self, R, p, V, t):
         """``(n, 6)`` external spatial forces about the origin: the bodies' constant force and
@@ -396,14 +437,16 @@ class JointSpaceSystem(AbstractExplicitModel):
         if sysm.forces.groups:
             omega_w = Vb[:, :3]
             xd = Vb[:, 3:] + jnp.cross(omega_w, xb)
-            omega_b = jnp.einsum("bji,bj->bi", Rb, omega_w)
+            omega_b = _mv(jnp.swapaxes(Rb, -1, -2), omega_w)
             work = sysm.forces.work(xb, Rb, xd, omega_b, t)
             gx, gth = jax.grad(lambda dx, dth: work(xb + dx, Rb @ rotation_matrix(dth)), argnums=(0, 1))(
                 jnp.zeros((nb, 3), p.dtype), jnp.zeros((nb, 3), p.dtype))
             f = f - gx
-            tau = tau - jnp.einsum("bij,bj->bi", Rb, gth)
+            tau = tau - _mv(Rb, gth)
         wrench = jnp.concatenate([tau + jnp.cross(xb, f), f], -1)
-        return jnp.zeros((self.n_nodes, 6), p.dtype).at[bn].add(wrench)
+        bodies = np.asarray(self.node_body, dtype=int)
+        out = wrench[np.maximum(bodies, 0)]
+        return out if (bodies >= 0).all() else jnp.where(jnp.asarray(bodies >= 0)[:, None], out, 0.0)
 
     def _coordinate_joints(self, q, v):
         """Per group of Revolute/Prismatic joints of ``system``: ``(group, coordinates, rates,
@@ -420,39 +463,45 @@ class JointSpaceSystem(AbstractExplicitModel):
 
     def _joint_forces(self, q, v, t):
         """``(n_v,)`` generalised forces of the Revolute/Prismatic springs, dampers, inputs and
-        limits on their own coordinates [N m or N]."""
-        Q = jnp.zeros(self.n_v, v.dtype)
+        limits on their own coordinates [N m or N] (a gather from the groups' outputs)."""
+        parts, index = [], np.full(self.n_v, -1)
         for g, s, sd, d in self._coordinate_joints(q, v):
             def one(j, s, sd):
                 in_limit = j._penetration(s) != 0
                 c = j.damping + jnp.where(in_limit, j.limit_damping, 0.0)
                 return -jax.grad(_joint_energy, argnums=1)(j, s, t) - c * sd
 
-            Q = Q.at[d].add(eqx.filter_vmap(one)(g, s, sd))
-        return Q
+            index[d] = sum(len(x) for x in parts) + np.arange(len(d))
+            parts.append(eqx.filter_vmap(one)(g, s, sd))
+        if not parts:
+            return jnp.zeros(self.n_v, v.dtype)
+        out = jnp.concatenate(parts)[np.maximum(index, 0)]
+        return out if (index >= 0).all() else jnp.where(jnp.asarray(index >= 0), out, 0.0)
 
     # ---- dynamics --------------------------------------------------------------------------------
+    def _structure(self, dtype):
+        """Static matrices: ancestors ``A`` ``(n, n)``, ``Ad = A[:, dof nodes]`` ``(n, n_v)``, the
+        upper / strictly-lower masks of the mass matrix ``(n_v, n_v)``, the dof nodes ``(n_v,)``."""
+        A = self._ancestors()
+        dn = self._dof_nodes()
+        rel = A[dn][:, dn].T  # rel[d, e]: node(d) is node(e) or an ancestor of it
+        return (jnp.asarray(A, dtype), jnp.asarray(A[:, dn], dtype), jnp.asarray(rel, dtype),
+                jnp.asarray(rel.T * (1.0 - rel), dtype), dn)
+
     def dynamics(self, q, v, t=0.0):
         """``(M (n_v, n_v), tau (n_v,))``: the joint-space mass matrix and the generalised forces
         ``Q - C(q, v)`` (applied minus bias), so that ``M qdd = tau``."""
-        A = jnp.asarray(self._ancestors(), q.dtype)
-        dn = self._dof_nodes()
-        Ad = A[:, dn]  # (n, n_v): the dof's node is the node or one of its ancestors
+        A, Ad, upper, lower, dn = self._structure(q.dtype)
         R, p, W, P = self.kinematics(q)
         S = self._axes(W, P)
         V = Ad @ (S * v[:, None])
         a_base = jnp.concatenate([jnp.zeros(3, q.dtype), -self.system.gravity])
         Ab = Ad @ (_cross_motion(V[dn], S) * v[:, None]) + a_base
-        I6 = self._spatial_inertias(R, p)
-        f = jnp.einsum("nij,nj->ni", I6, Ab) + _cross_force(V, jnp.einsum("nij,nj->ni", I6, V))
-        f = f - self._external(R, p, V, t)
-        Fc = A.T @ f
-        C = jnp.sum(S * Fc[dn], -1)
-        Ic = jnp.einsum("ij,ikl->jkl", A, I6)
-        K = S @ jnp.einsum("dkl,dl->dk", Ic[dn], S).T  # K[d, e] = S_d . Ic_node(e) S_e
-        rel = self._ancestors()[dn][:, dn].T  # rel[d, e]: node(d) is node(e) or an ancestor of it
-        upper = jnp.asarray(rel, q.dtype)
-        lower = jnp.asarray(rel.T * (1.0 - rel), q.dtype)
+        I = self._inertia_parameters(R, p)
+        f = self._apply_inertia(I, Ab) + _cross_force(V, self._apply_inertia(I, V)) - self._external(R, p, V, t)
+        C = jnp.sum(S * (A.T @ f)[dn], -1)  # RNEA: forces summed over the descendants, on the axes
+        Ic = (A.T @ I)[dn]  # CRBA: composite inertia of each dof's node
+        K = S @ self._apply_inertia(Ic, S).T  # K[d, e] = S_d . Ic_node(e) S_e
         M = upper * K + lower * K.T
         return M, self._joint_forces(q, v, t) - C
 
@@ -475,8 +524,10 @@ class JointSpaceSystem(AbstractExplicitModel):
     def displace(self, q, x):
         """``q (+) x``: scalar coordinates plus ``x``; quaternions ``Q exp(x_ball)`` (renormalised)."""
         qs, ds = self._scalar_slices()
-        out = q.at[qs].add(x[ds]) if qs.size else q
         qb, db = self._ball_slices()
+        if not qb.size and np.array_equal(qs, np.arange(self.n_q)) and np.array_equal(ds, np.arange(self.n_v)):
+            return q + x  # scalar coordinates only, in the same order (chains of hinges and sliders)
+        out = q.at[qs].add(x[ds]) if qs.size else q
         if qb.size:
             Q = quat_multiply(q[qb], quat_from_axis_angle(x[db]))
             out = out.at[qb].set(Q / jnp.linalg.norm(Q, axis=-1, keepdims=True))
@@ -504,13 +555,12 @@ class JointSpaceSystem(AbstractExplicitModel):
         R, p, W, P = self.kinematics(q)
         S = self._axes(W, P)
         bn = np.asarray(self.body_node, dtype=int)
-        w = jnp.einsum("bij,bj->bi", R[bn], omega_body)
+        w = _mv(R[bn], omega_body)
         Vt = jnp.zeros((self.n_nodes, 6), q.dtype).at[bn].set(jnp.concatenate([w, xd - jnp.cross(w, p[bn])], -1))
-        I6 = self._spatial_inertias(R, p)
-        A = jnp.asarray(self._ancestors(), q.dtype)
-        h = A.T @ jnp.einsum("nij,nj->ni", I6, Vt)
+        A, _, _, _, dn = self._structure(q.dtype)
+        h = A.T @ self._apply_inertia(self._inertia_parameters(R, p), Vt)
         M, _ = self.dynamics(q, jnp.zeros(self.n_v, q.dtype))
-        return jsl.cho_solve(jsl.cho_factor(M, lower=True), jnp.sum(S * h[self._dof_nodes()], -1))
+        return jsl.cho_solve(jsl.cho_factor(M, lower=True), jnp.sum(S * h[dn], -1))
 
     def initial_state(self):
         """:class:`~jaxrod.integrate.State` at the assembly configuration, with the joint

@@ -31,7 +31,7 @@ def _chain(n, L=0.3, m=0.5, tilt=0.7):
     """Planar chain of n slender links hinged about y (benchmarks/chain_joint.py's chain)."""
     e = np.array([np.sin(tilt), 0.0, -np.cos(tilt)])
     i = m * L**2 / 12
-    q = _quat_y(tilt - np.pi / 2)  # body x along the link
+    q = _quat_y(np.pi / 2 - tilt)  # body x along the link (a rotation by a about y maps x to (cos a, 0, -sin a))
     bodies = [RigidBody(f"l{k}", m, [0.01 * i, i, i], position=(k + 0.5) * L * e, orientation=q) for k in range(n)]
     joints = [Revolute(None if k == 0 else f"l{k - 1}", f"l{k}", point=k * L * e, axis=[0.0, 1.0, 0.0])
               for k in range(n)]

@@ -101,6 +101,21 @@ def _mv(a, x):
     return jnp.sum(a * x[..., None, :], axis=-1)
 
 
+def _compose(X, Y):
+    """Composition ``X o Y`` of poses stored as ``(..., 3, 4)`` ``[R | p]``."""
+    lin = jnp.sum(X[..., :, :3, None] * Y[..., None, :, :], axis=-2)
+    return lin + jnp.concatenate([jnp.zeros_like(X[..., :3]), X[..., 3:]], -1)
+
+
+def _take(x, idx):
+    """``x[idx]`` for a static index array, or ``x`` itself when ``idx`` is ``0, 1, ..., len(x) - 1``
+    (a chain of hinges: every node one coordinate, every body its own node), saving a gather."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.shape == (x.shape[0],) and np.array_equal(idx, np.arange(x.shape[0])):
+        return x
+    return x[idx]
+
+
 def _rot_x(a):
     c, s = jnp.cos(a), jnp.sin(a)
     o, z = jnp.ones_like(a), jnp.zeros_like(a)
@@ -339,14 +354,14 @@ class JointSpaceSystem(AbstractExplicitModel):
         Mrot = jnp.broadcast_to(eye, (n, 3, 3))
         is_rev, is_ball, is_pri = kinds == _REV, kinds == _BALL, kinds == _PRI
         if is_rev.any():
-            Mrot = jnp.where(jnp.asarray(is_rev)[:, None, None], _rot_x(q[qi]), Mrot)
+            Mrot = jnp.where(jnp.asarray(is_rev)[:, None, None], _rot_x(_take(q, qi)), Mrot)
         if is_ball.any():
             quats = q[np.minimum(qi[:, None] + np.arange(4), self.n_q - 1)]
             quats = jnp.where(jnp.asarray(is_ball)[:, None], quats, jnp.asarray([1.0, 0.0, 0.0, 0.0], dt))
             Mrot = jnp.where(jnp.asarray(is_ball)[:, None, None], quat_to_rotation(quats), Mrot)
         Mtr = jnp.zeros((n, 3), dt)
         if is_pri.any():
-            Mtr = jnp.where(jnp.asarray(is_pri)[:, None], q[qi][:, None] * eye[0], Mtr)
+            Mtr = jnp.where(jnp.asarray(is_pri)[:, None], _take(q, qi)[:, None] * eye[0], Mtr)
         return Mrot, Mtr
 
     def kinematics(self, q):
@@ -357,29 +372,22 @@ class JointSpaceSystem(AbstractExplicitModel):
         (columns: motion axis first) and joint points ``(n, 3)`` [m] in the world frame."""
         n = self.n_nodes
         Mrot, Mtr = self._motion(q)
-        Rj = _mm(self.A_R, Mrot)  # joint frame (after the motion) in the parent's frame
-        pj = self.A_p + _mv(self.A_R, Mtr)
-        R = _mm(Rj, self.B_R)
-        p = pj + _mv(Rj, self.B_p)
+        # poses as (n, 3, 4) [R | p]: one gather and one fused product per composition
+        Tj = _compose(jnp.concatenate([self.A_R, self.A_p[..., None]], -1),
+                      jnp.concatenate([Mrot, Mtr[..., None]], -1))  # joint frame after the motion, in the parent
+        T = _compose(Tj, jnp.concatenate([self.B_R, self.B_p[..., None]], -1))
+        identity = jnp.eye(3, 4, dtype=q.dtype)
 
-        def ancestor_pose(anc, R, p):
+        def ancestor_pose(anc, T):
             a = np.asarray(anc, dtype=int)
             world = a == n
-            ac = np.minimum(a, n - 1)
-            Ra, pa = R[ac], p[ac]
-            if world.any():
-                w = jnp.asarray(world)
-                Ra = jnp.where(w[:, None, None], jnp.eye(3, dtype=q.dtype), Ra)
-                pa = jnp.where(w[:, None], 0.0, pa)
-            return Ra, pa
+            Ta = _take(T, np.minimum(a, n - 1))
+            return jnp.where(jnp.asarray(world)[:, None, None], identity, Ta) if world.any() else Ta
 
         for anc in self.rounds:  # pointer doubling (module docstring)
-            Ra, pa = ancestor_pose(anc, R, p)
-            R, p = _mm(Ra, R), pa + _mv(Ra, p)
-        Rp, pp = ancestor_pose([a if a >= 0 else n for a in self.parent], R, p)
-        W = _mm(Rp, Rj)
-        P = pp + _mv(Rp, pj)
-        return R, p, W, P
+            T = _compose(ancestor_pose(anc, T), T)
+        WP = _compose(ancestor_pose([a if a >= 0 else n for a in self.parent], T), Tj)
+        return T[..., :3], T[..., 3], WP[..., :3], WP[..., 3]
 
     def _dof_columns(self):
         """Static ``(node, column, prismatic)`` of every velocity coordinate: the joint-frame
@@ -395,8 +403,8 @@ class JointSpaceSystem(AbstractExplicitModel):
     def _axes(self, W, P):
         """``(n_v, 6)`` world motion axes ``S = (omega, v_O)`` of the velocity coordinates."""
         node, col, pri = self._dof_columns()
-        a = W[node, :, col]
-        S = jnp.concatenate([a, jnp.cross(P[node], a)], -1)
+        a = W[:, :, 0] if np.array_equal(node, np.arange(W.shape[0])) and not col.any() else W[node, :, col]
+        S = jnp.concatenate([a, jnp.cross(_take(P, node), a)], -1)
         if pri.any():
             S = jnp.where(jnp.asarray(pri)[:, None], jnp.concatenate([jnp.zeros_like(a), a], -1), S)
         return S
@@ -432,7 +440,7 @@ class JointSpaceSystem(AbstractExplicitModel):
         torque, ``system.loads(t)`` and the force elements (gravity is the base acceleration)."""
         sysm, nb = self.system, self.system.n_bodies
         bn = np.asarray(self.body_node, dtype=int)
-        Rb, xb, Vb = R[bn], p[bn], V[bn]
+        Rb, xb, Vb = _take(R, bn), _take(p, bn), _take(V, bn)
         f, tau = sysm.applied(t)
         if sysm.forces.groups:
             omega_w = Vb[:, :3]
@@ -445,7 +453,7 @@ class JointSpaceSystem(AbstractExplicitModel):
             tau = tau - _mv(Rb, gth)
         wrench = jnp.concatenate([tau + jnp.cross(xb, f), f], -1)
         bodies = np.asarray(self.node_body, dtype=int)
-        out = wrench[np.maximum(bodies, 0)]
+        out = _take(wrench, np.maximum(bodies, 0))
         return out if (bodies >= 0).all() else jnp.where(jnp.asarray(bodies >= 0)[:, None], out, 0.0)
 
     def _coordinate_joints(self, q, v):
@@ -496,11 +504,14 @@ class JointSpaceSystem(AbstractExplicitModel):
         S = self._axes(W, P)
         V = Ad @ (S * v[:, None])
         a_base = jnp.concatenate([jnp.zeros(3, q.dtype), -self.system.gravity])
-        Ab = Ad @ (_cross_motion(V[dn], S) * v[:, None]) + a_base
+        Ab = Ad @ (_cross_motion(_take(V, dn), S) * v[:, None]) + a_base
         I = self._inertia_parameters(R, p)
         f = self._apply_inertia(I, Ab) + _cross_force(V, self._apply_inertia(I, V)) - self._external(R, p, V, t)
-        C = jnp.sum(S * (A.T @ f)[dn], -1)  # RNEA: forces summed over the descendants, on the axes
-        Ic = (A.T @ I)[dn]  # CRBA: composite inertia of each dof's node
+        # RNEA: forces summed over the descendants, on the axes; CRBA: the composite inertia of
+        # each dof's node (the descendants' sums of both in one product)
+        sums = _take(A.T @ jnp.concatenate([f, I], -1), dn)
+        C = jnp.sum(S * sums[:, :6], -1)
+        Ic = sums[:, 6:]
         K = S @ self._apply_inertia(Ic, S).T  # K[d, e] = S_d . Ic_node(e) S_e
         M = upper * K + lower * K.T
         return M, self._joint_forces(q, v, t) - C
@@ -602,7 +613,7 @@ class JointSpaceSystem(AbstractExplicitModel):
     def observe_state(self, q, v):
         R, p, _, _ = self.kinematics(q)
         bn = np.asarray(self.body_node, dtype=int)
-        return {"positions": p[bn], "frames": jnp.swapaxes(R[bn], -1, -2)}
+        return {"positions": _take(p, bn), "frames": jnp.swapaxes(_take(R, bn), -1, -2)}
 
     def energy(self, q, v, t=0.0):
         """Kinetic + gravitational + spring energy [J] (minus the work of the joint inputs, as

@@ -35,6 +35,9 @@ _LAZY = {
     "RodSection": ".models.tmtdyn",
     "RigidBody": ".system",
     "MultibodySystem": ".system",
+    "JointSpaceSystem": ".system",
+    "RK4": ".integrate.explicit",
+    "SemiImplicitEuler": ".integrate.explicit",
     "HybridSystem": ".system",
     "RodClamp": ".system",
     "RodPin": ".system",
@@ -127,6 +130,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         Spring, TorsionDamper, TorsionSpring, Universal,
     )
     from .system import Box, ContactSystem, Plane, SphereContact
+    from .system import JointSpaceSystem
+    from .integrate.explicit import RK4, SemiImplicitEuler
     from .integrate import MoreauOptions
     from . import geometry, scenes
     from .integrate import AbstractImplicitModel, State
@@ -201,6 +206,9 @@ __all__ = [
     "LinearRamp",
     "ModalResult",
     "MultibodySystem",
+    "JointSpaceSystem",
+    "RK4",
+    "SemiImplicitEuler",
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",

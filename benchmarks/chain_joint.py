@@ -18,7 +18,10 @@ subprocess is not timed). jaxrod: ``jax.jit`` of ``jaxrod.simulate(JointSpaceSys
 for every case, ``--rounds`` rounds of (jaxrod, MuJoCo) measurements; each measurement repeats its
 run until ~0.3 s of CPU; medians are reported with process CPU and wall time and the load average.
 
-Usage:  python benchmarks/chain_joint.py [--sizes 10,30,100] [--rounds 3] [--no-dp]
+``--maximal`` also times the maximal-coordinate model (implicit average vector field, structured
+Newton: ``simulate``'s defaults) on the same chains, interleaved, with its tip error.
+
+Usage:  python benchmarks/chain_joint.py [--sizes 10,30,100] [--rounds 3] [--no-dp] [--maximal]
         [--mujoco-python PATH] [--json benchmarks/results/chain_joint.json]
 """
 
@@ -175,7 +178,38 @@ def med(xs):
     return float(np.median(xs))
 
 
-def chain_case(n, mj, rounds):
+def maximal_run(system, dt, steps, save_every):
+    """The maximal-coordinate model (implicit AVF, structured Newton: ``simulate``'s defaults)."""
+    def run(model):
+        tr = jaxrod.simulate(model, dt=dt, n_steps=steps, save_every=save_every, throw=False)
+        return tr.positions, tr.frames
+
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn = jax.jit(run).lower(system).compile()
+    return fn, (time.perf_counter() - w0, time.process_time() - c0)
+
+
+def interleaved(res, rounds, fn, arg, steps, mj, common, others=()):
+    """``rounds`` rounds of (jaxrod, each of ``others`` = (name, fn, arg), MuJoCo RK4) timings,
+    stored in ``res`` as lists of CPU / wall microseconds per step, and the median CPU ratio."""
+    rows = {"jaxrod": [], **{name: [] for name, _, _ in others}, "mujoco_rk4": []}
+    for _ in range(rounds):
+        rows["jaxrod"].append(time_jaxrod(fn, arg, steps))
+        for name, f, x in others:
+            rows[name].append(time_jaxrod(f, x, steps))
+        if mj is not None:
+            r = mj(integrator="RK4", timing=True, **common)
+            rows["mujoco_rk4"].append((r["cpu_us_per_step"], r["wall_us_per_step"]))
+    for name, xs in rows.items():
+        if xs:
+            res[f"{name}_cpu_us_per_step"] = [c for c, _ in xs]
+            res[f"{name}_wall_us_per_step"] = [w for _, w in xs]
+    if rows["mujoco_rk4"]:
+        res["cpu_ratio"] = med(res["jaxrod_cpu_us_per_step"]) / med(res["mujoco_rk4_cpu_us_per_step"])
+    res["load_after"] = load_average()
+
+
+def chain_case(n, mj, rounds, maximal=False):
     dt, T, sample = 0.005, 1.0, 0.05
     steps, se = int(round(T / dt)), int(round(sample / dt))
     js = JointSpaceSystem(pendulum_chain(n))
@@ -199,25 +233,24 @@ def chain_case(n, mj, rounds):
         res["jaxrod_dt10_vs_mujoco_dt10_m"] = float(np.max(np.linalg.norm(tip10 - ref, axis=1)))
         res["jaxrod_vs_mujoco_rk4_same_dt_m"] = float(np.max(np.linalg.norm(tip - np.array(mj_rk4["tip"]), axis=1)))
     res["err_jaxrod_vs_own_dt10_m"] = float(np.max(np.linalg.norm(tip - tip10, axis=1)))
-    jr, mr = [], []
-    for _ in range(rounds):  # interleaved: jaxrod, MuJoCo, jaxrod, MuJoCo, ...
-        jr.append(time_jaxrod(fn, js, steps))
-        if mj is not None:
-            r = mj(dt=dt, integrator="RK4", timing=True, **common)
-            mr.append((r["cpu_us_per_step"], r["wall_us_per_step"]))
-    res["jaxrod_cpu_us_per_step"] = [c for c, _ in jr]
-    res["jaxrod_wall_us_per_step"] = [w for _, w in jr]
-    if mr:
-        res["mujoco_rk4_cpu_us_per_step"] = [c for c, _ in mr]
-        res["mujoco_rk4_wall_us_per_step"] = [w for _, w in mr]
-        res["cpu_ratio"] = med(res["jaxrod_cpu_us_per_step"]) / med(res["mujoco_rk4_cpu_us_per_step"])
-    res["load_after"] = load_average()
+    if maximal:
+        system = pendulum_chain(n)
+        fnm, compm = maximal_run(system, dt, steps, se)
+        pm, fm = (np.asarray(x) for x in jax.block_until_ready(fnm(system)))
+        tipm = pm[:, -1] + 0.5 * LINK_LENGTH * fm[:, -1, 0, :]
+        res["maximal_compile_cpu_s"], res["maximal_compile_wall_s"] = compm[1], compm[0]
+        res["err_maximal_m"] = float(np.max(np.linalg.norm(tipm - (ref if mj is not None else tip10), axis=1)))
+    others = (("maximal", fnm, system),) if maximal else ()
+    interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt), others)
+    mr = mj is not None
     print(f"chain n={n}: compile {comp[1]:.1f} s CPU / {comp[0]:.1f} s wall; jaxrod RK4 "
           f"{med(res['jaxrod_cpu_us_per_step']):.1f} us/step CPU ({med(res['jaxrod_wall_us_per_step']):.1f} wall)"
           + (f", MuJoCo RK4 {med(res['mujoco_rk4_cpu_us_per_step']):.1f} ({med(res['mujoco_rk4_wall_us_per_step']):.1f}), "
              f"ratio {res['cpu_ratio']:.2f}; tip err vs ref: jaxrod {res['err_jaxrod_m']:.2e} m, MuJoCo "
              f"{res['err_mujoco_rk4_m']:.2e} m; jaxrod vs MuJoCo at the same dt {res['jaxrod_vs_mujoco_rk4_same_dt_m']:.1e} m"
-             if mr else "") + f"; load {load_average()}", flush=True)
+             if mr else "")
+          + (f"; maximal AVF {med(res['maximal_cpu_us_per_step']):.1f} us/step CPU, tip err {res['err_maximal_m']:.2e} m"
+             if maximal else "") + f"; load {load_average()}", flush=True)
     return res
 
 
@@ -237,19 +270,8 @@ def dp_case(dt, mj, rounds):
         Em = np.array(r["energy"])
         res["mujoco_energy_err_max_J"] = float(np.max(np.abs(Em - Em[0])))
         res["energy0_jaxrod_J"], res["energy0_mujoco_J"] = float(E[0]), float(Em[0])
-    jr, mr = [], []
-    for _ in range(rounds):
-        jr.append(time_jaxrod(fn, js, steps))
-        if mj is not None:
-            r = mj(dt=dt, integrator="RK4", timing=True, **common)
-            mr.append((r["cpu_us_per_step"], r["wall_us_per_step"]))
-    res["jaxrod_cpu_us_per_step"] = [c for c, _ in jr]
-    res["jaxrod_wall_us_per_step"] = [w for _, w in jr]
-    if mr:
-        res["mujoco_rk4_cpu_us_per_step"] = [c for c, _ in mr]
-        res["mujoco_rk4_wall_us_per_step"] = [w for _, w in mr]
-        res["cpu_ratio"] = med(res["jaxrod_cpu_us_per_step"]) / med(res["mujoco_rk4_cpu_us_per_step"])
-    res["load_after"] = load_average()
+    interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt))
+    mr = mj is not None
     print(f"double pendulum dt {dt}: jaxrod RK4 {med(res['jaxrod_cpu_us_per_step']):.2f} us/step CPU "
           f"({med(res['jaxrod_wall_us_per_step']):.2f} wall), energy err {res['energy_err_max_J']:.2e} J"
           + (f"; MuJoCo RK4 {med(res['mujoco_rk4_cpu_us_per_step']):.2f} ({med(res['mujoco_rk4_wall_us_per_step']):.2f}), "
@@ -263,6 +285,8 @@ def main():
     p.add_argument("--sizes", default="10,30,100")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--no-dp", action="store_true", help="skip the double pendulum")
+    p.add_argument("--maximal", action="store_true",
+                   help="also time the maximal-coordinate model (implicit AVF, the default of simulate) on the chains")
     p.add_argument("--mujoco-python", default=None)
     p.add_argument("--json", default=None)
     a = p.parse_args()
@@ -276,7 +300,7 @@ def main():
     print(f"jax {jax.__version__}, MuJoCo {out.get('mujoco', 'not found: jaxrod only')}, load {load_average()}", flush=True)
     try:
         for n in [int(s) for s in a.sizes.split(",") if s]:
-            out["chains"][str(n)] = chain_case(n, mj, a.rounds)
+            out["chains"][str(n)] = chain_case(n, mj, a.rounds, a.maximal)
         if not a.no_dp:
             for dt in (1e-3, 1e-2):
                 out["double_pendulum"][str(dt)] = dp_case(dt, mj, a.rounds)

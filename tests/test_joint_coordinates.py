@@ -187,6 +187,9 @@ def test_refused_inputs_name_the_problem():
         jaxrod.simulate(JointSpaceSystem(pend), dt=0.01, n_steps=2, solver=TIGHT)
     with pytest.raises(ValueError, match="implicit model"):
         jaxrod.simulate(pend, dt=0.01, n_steps=2, scheme=RK4())
+    with pytest.raises(ValueError, match="outside jax.jit"):
+        jax.jit(lambda g: JointSpaceSystem(MultibodySystem([a], [Revolute(None, "a", point=g, axis=y)])))(
+            jnp.zeros(3))
     moving = RigidBody("a", 1.0, [0.01, 0.01, 0.01], position=(0.5, 0, 0), velocity=(1.0, 0, 0))
     with pytest.raises(ValueError, match="not compatible with the"):
         JointSpaceSystem(MultibodySystem([moving], [Revolute(None, "a", point=(0, 0, 0), axis=y)])).initial_state()

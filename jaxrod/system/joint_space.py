@@ -250,6 +250,12 @@ class JointSpaceSystem(AbstractExplicitModel):
             ``body1`` hangs below its ``body2``, and joints without a joint-coordinate form
             (``Planar``, ``PlanarPin``, prescribed motion).
 
+    Differentiable leaves: everything ``system`` holds as arrays and reads at run time (masses,
+    inertias, joint springs, dampers, inputs and limits, force elements, gravity, body loads), and
+    the node offsets :attr:`A_R`, :attr:`A_p`, :attr:`B_R`, :attr:`B_p` (joint frames and points in
+    the body frames). The assembly geometry is read from ``system`` once, when this is built
+    (outside ``jax.jit``): a new joint point needs a new ``JointSpaceSystem``.
+
     State: ``q`` ``(n_q,)`` (scalar coordinates, then ``(n_ball, 4)`` quaternions flattened),
     ``v`` ``(n_v,)``; :attr:`n_q`, :attr:`n_v`. Observed frames (``Trajectory``): ``positions``
     ``(n_bodies, 3)`` centres of mass [m] and ``frames`` ``(n_bodies, 3, 3)`` whose rows are the
@@ -275,6 +281,12 @@ class JointSpaceSystem(AbstractExplicitModel):
     def __init__(self, system):
         if not isinstance(system, MultibodySystem):
             raise ValueError(f"JointSpaceSystem.system must be a MultibodySystem, got {type(system).__name__}")
+        if any(isinstance(x, jax.core.Tracer) for x in (system.anchors, system.joint_frames)):
+            raise ValueError(
+                "JointSpaceSystem(system) reads the assembly geometry (joint points and frames) once, so it must be "
+                "built outside jax.jit/grad/vmap: build it first and pass it into the transformed function (its "
+                "mass properties, joint parameters, gravity and loads stay differentiable leaves)"
+            )
         nodes, node_of_body = _tree_nodes(system)
         if all(nd.kind == _FIX for nd in nodes):
             raise ValueError("JointSpaceSystem: the system has no degrees of freedom (every body is welded by "

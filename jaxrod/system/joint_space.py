@@ -71,7 +71,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from ..geometry import quat_from_axis_angle, quat_multiply, quat_to_rotation, rotation_matrix
-from ..integrate.base import State
+from ..integrate.base import State, jit_when_eager
 from ..integrate.explicit import AbstractExplicitModel
 from .joints import Fixed, Prismatic, Revolute, Spherical, Universal
 from .multibody import MultibodySystem
@@ -571,6 +571,7 @@ class JointSpaceSystem(AbstractExplicitModel):
         q[qb[:, 0]] = 1.0 if qb.size else 0.0
         return jnp.asarray(q)
 
+    @jit_when_eager
     def velocities_from_bodies(self, q, xd, omega_body):
         """Joint velocities ``(n_v,)`` closest, in the kinetic-energy norm, to the body velocities
         ``xd`` ``(n_bodies, 3)`` [m/s] (centres of mass, world) and ``omega_body`` ``(n_bodies, 3)``
@@ -606,6 +607,7 @@ class JointSpaceSystem(AbstractExplicitModel):
                 )
         return State(q0, v0, None)
 
+    @jit_when_eager
     def body_velocities(self, q, v):
         """``(xd (n_bodies, 3) [m/s], omega (n_bodies, 3) [rad/s])``: centre-of-mass velocities
         (world) and angular velocities in the body frames, as the maximal model's ``v`` holds them."""
@@ -616,12 +618,14 @@ class JointSpaceSystem(AbstractExplicitModel):
         w = V[bn, :3]
         return V[bn, 3:] + jnp.cross(w, p[bn]), jnp.einsum("bji,bj->bi", R[bn], w)
 
+    @jit_when_eager
     def maximal_velocity(self, q, v):
         """The velocity vector of the maximal model (``system``'s layout, multiplier rates zero),
         e.g. for ``system.energy(positions, frames, maximal_velocity(q, v))``."""
         xd, om = self.body_velocities(q, v)
         return self.system.pack(xd, om, jnp.zeros(self.system.n_constraints, q.dtype))
 
+    @jit_when_eager
     def observe_state(self, q, v):
         R, p, _, _ = self.kinematics(q)
         bn = np.asarray(self.body_node, dtype=int)
@@ -631,6 +635,10 @@ class JointSpaceSystem(AbstractExplicitModel):
         """Kinetic + gravitational + spring energy [J] (minus the work of the joint inputs, as
         the maximal model's :meth:`~jaxrod.system.MultibodySystem.energy`) of ``(q, v)``; the
         joint springs on the unwrapped coordinates. Batched over leading axes."""
+        return self._energy(jnp.asarray(q), jnp.asarray(v), jnp.asarray(t, dtype=float))
+
+    @jit_when_eager
+    def _energy(self, q, v, t):
         def one(q, v):
             M, _ = self.dynamics(q, jnp.zeros_like(v), t)
             R, p, _, _ = self.kinematics(q)

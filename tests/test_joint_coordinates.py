@@ -17,8 +17,8 @@ import pytest
 import jaxrod
 from jaxrod.integrate import State
 from jaxrod.integrate.explicit import RK4, SemiImplicitEuler
-from jaxrod.system import (JointSpaceSystem, MultibodySystem, Planar, Prismatic, Revolute, RigidBody, Spherical,
-                           Spring, Universal)
+from jaxrod.system import (JointSpaceSystem, MultibodySystem, Planar, PlanarPin, Prismatic, Revolute, RigidBody,
+                           Spherical, Spring, Universal)
 
 G = [0.0, 0.0, -9.81]
 TIGHT = jaxrod.NewtonSolver(rtol=0.0, atol=1e-12)
@@ -41,7 +41,7 @@ def _chain(n, L=0.3, m=0.5, tilt=0.7):
 
 def _tree3d():
     """A 3-D tree with every supported joint: ball, cardan, spring-loaded slider, damped and driven
-    hinge, a spring element to the world, constant and time-dependent body loads, and a free
+    hinge, planar, a spring element to the world, constant and time-dependent body loads, and a free
     spinning body."""
     rot = [0.9, 0.2, -0.3, 0.25]
     bodies = [
@@ -52,6 +52,7 @@ def _tree3d():
                   torque=(0.0, 0.01, -0.02)),
         RigidBody("d", 0.3, [0.002, 0.003, 0.0025], position=(0.45, 0.3, -1.2), orientation=[0.5, 0.5, 0.5, 0.5]),
         RigidBody("e", 0.8, [0.01, 0.02, 0.025], position=(1.0, 0.0, 0.0), orientation=rot),
+        RigidBody("f", 0.5, [0.003, 0.004, 0.005], position=(0.35, -0.15, -0.85), orientation=[1, 0, 0.3, 0.1]),
     ]
     joints = [
         Spherical(None, "a", point=(0.0, 0.0, 0.0)),
@@ -60,11 +61,12 @@ def _tree3d():
                   rest_length=0.02),
         Revolute("c", "d", point=(0.4, 0.2, -1.15), axis=(0.0, 1.0, 1.0), damping=0.01, stiffness=0.5,
                  torque=lambda t: 0.05 * jnp.sin(3.0 * t)),
+        Planar("b", "f", point=(0.3, -0.1, -0.8), axis=(0.2, 1.0, 0.1)),
     ]
     forces = [Spring(None, "d", point1=(0.6, 0.4, -1.0), point2=(0.45, 0.3, -1.2), stiffness=20.0)]
     def loads(t):  # world forces at the centres of mass and torques, (n_bodies, 3) each
-        f = jnp.zeros((5, 3)).at[1].set(jnp.stack([0.3 * jnp.sin(2.0 * t), 0.0, 0.5]))
-        return f, jnp.zeros((5, 3)).at[3].set(jnp.stack([0.0, 0.02 * t, 0.01]))
+        f = jnp.zeros((6, 3)).at[1].set(jnp.stack([0.3 * jnp.sin(2.0 * t), 0.0, 0.5]))
+        return f, jnp.zeros((6, 3)).at[3].set(jnp.stack([0.0, 0.02 * t, 0.01]))
 
     return MultibodySystem(bodies, joints, gravity=G, forces=forces, loads=loads)
 
@@ -90,8 +92,9 @@ def test_joint_coordinates_agree_with_maximal(case):
     if case == "tree3d":
         system = _tree3d()
         js = JointSpaceSystem(system)
-        assert js.kinds == "BRRPRPPPB" and js.n_v == 13 and js.n_q == 15  # ball, cardan, slider, hinge, free
-        v0 = jnp.asarray([0.5, -1.0, 0.4, 0.8, 0.3, -0.2, 1.5, 0.1, -0.2, 0.3, 0.5, 6.0, 2.0])
+        # ball, cardan, planar, slider, hinge, free body
+        assert js.kinds == "BRRPPRPRPPPB" and js.n_v == 16 and js.n_q == 18
+        v0 = jnp.asarray([0.5, -1.0, 0.4, 0.8, 0.3, 0.2, -0.3, 1.1, -0.2, 1.5, 0.1, -0.2, 0.3, 0.5, 6.0, 2.0])
         dt, n = 2e-3, 100
     else:
         system = _chain(2 if case == "double_pendulum" else 10)
@@ -175,9 +178,9 @@ def test_refused_inputs_name_the_problem():
                                         Revolute(None, "b", point=(0, 0, -0.5), axis=y)])
     with pytest.raises(ValueError, match="closed kinematic loop.*maximal coordinates"):
         JointSpaceSystem(loop)
-    planar = MultibodySystem([a], [Planar(None, "a", point=(0, 0, 0), axis=(0, 0, 1))])
-    with pytest.raises(ValueError, match="joints\\[0\\] is a Planar.*maximal coordinates"):
-        JointSpaceSystem(planar)
+    pin = MultibodySystem([a], [PlanarPin(None, "a", point=(0, 0, 0), axis=(0, 0, 1))])
+    with pytest.raises(ValueError, match="joints\\[0\\] is a PlanarPin.*maximal coordinates"):
+        JointSpaceSystem(pin)
     with pytest.raises(ValueError, match="must be a MultibodySystem"):
         JointSpaceSystem([a])
     pend = MultibodySystem([a], [Revolute(None, "a", point=(0, 0, 0), axis=y)], gravity=G)

@@ -39,6 +39,10 @@ def _chain(n, L=0.3, m=0.5, tilt=0.7):
     return MultibodySystem(bodies, joints, gravity=G)
 
 
+def _tree3d_forces():
+    return [Spring(None, "d", point1=(0.6, 0.4, -1.0), point2=(0.45, 0.3, -1.2), stiffness=20.0)]
+
+
 def _tree3d():
     """A 3-D tree with every supported joint: ball, cardan, spring-loaded slider, damped and driven
     hinge, planar, a spring element to the world, constant and time-dependent body loads, and a free
@@ -63,7 +67,7 @@ def _tree3d():
                  torque=lambda t: 0.05 * jnp.sin(3.0 * t)),
         Planar("b", "f", point=(0.3, -0.1, -0.8), axis=(0.2, 1.0, 0.1)),
     ]
-    forces = [Spring(None, "d", point1=(0.6, 0.4, -1.0), point2=(0.45, 0.3, -1.2), stiffness=20.0)]
+    forces = _tree3d_forces()
     def loads(t):  # world forces at the centres of mass and torques, (n_bodies, 3) each
         f = jnp.zeros((6, 3)).at[1].set(jnp.stack([0.3 * jnp.sin(2.0 * t), 0.0, 0.5]))
         return f, jnp.zeros((6, 3)).at[3].set(jnp.stack([0.0, 0.02 * t, 0.01]))
@@ -115,6 +119,36 @@ def test_joint_coordinates_agree_with_maximal(case):
     e_max = system.energy(tr.positions[-1], tr.frames[-1], js.maximal_velocity(q1, v1), t=float(tr.times[-1]))
     e_js = js.energy(q1, v1, t=float(tr.times[-1]))
     assert abs(float(e_max) - float(e_js)) < 1e-10 * (1 + abs(float(e_js)))
+
+
+def test_generalised_forces_are_minus_the_potential_gradient():
+    """At rest, ``M qdd = tau(q, 0)`` must be ``-dV/dx`` along the chart (gravity, joint springs,
+    penetrated joint limits, the input's work, a spring element): the RNEA forces against the
+    energy function, on the 3-D tree with limits added and its non-conservative loads removed."""
+    base = _tree3d()
+    joints = list(base.joints)
+    joints[2] = Prismatic("b", "c", point=(0.3, 0.1, -1.0), axis=(0.3, 0.2, -1.0), stiffness=40.0, lower=-0.01,
+                          upper=0.01, limit_stiffness=900.0, limit_damping=3.0)
+    joints[3] = Revolute("c", "d", point=(0.4, 0.2, -1.15), axis=(0.0, 1.0, 1.0), stiffness=0.5, lower=-0.2,
+                         upper=0.2, limit_stiffness=50.0, torque=lambda t: 0.05 + 0.1 * t)
+    bodies = [RigidBody(b.name, b.mass, b.inertia, position=b.position, orientation=b.orientation) for b in base.bodies]
+    js = JointSpaceSystem(MultibodySystem(bodies, joints, gravity=G, forces=_tree3d_forces()))
+    x = jnp.linspace(-0.4, 0.5, js.n_v).at[9].set(0.35)  # slider travel 0.08 m (limit 0.01), hinge 0.35 rad (0.2)
+    q = js.displace(js.zero_configuration(), x)
+    t = 0.7
+
+    @jax.jit
+    def both(q):
+        M, tau = js.dynamics(q, jnp.zeros(js.n_v), t)
+        grad = jax.grad(lambda dx: js.energy(js.displace(q, dx), jnp.zeros(js.n_v), t))(jnp.zeros(js.n_v))
+        return M, tau, grad
+
+    M, tau, grad = both(q)
+    s_slider, s_hinge = np.asarray(q)[[5, 6]]
+    assert abs(s_slider) > 0.01 and abs(s_hinge) > 0.2  # both limits penetrated
+    np.testing.assert_allclose(np.asarray(tau), -np.asarray(grad), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(M), np.asarray(M).T, atol=1e-14)
+    assert np.linalg.eigvalsh(np.asarray(M))[0] > 0
 
 
 def test_rk4_converges_at_fourth_order_and_euler_at_first():

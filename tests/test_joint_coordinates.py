@@ -17,7 +17,7 @@ import pytest
 import jaxrod
 from jaxrod.integrate import State
 from jaxrod.integrate.explicit import RK4, SemiImplicitEuler
-from jaxrod.system import (JointSpaceSystem, MultibodySystem, Planar, PlanarPin, Prismatic, Revolute, RigidBody,
+from jaxrod.system import (Fixed, JointSpaceSystem, MultibodySystem, Planar, PlanarPin, Prismatic, Revolute, RigidBody,
                            Spherical, Spring, Universal)
 
 G = [0.0, 0.0, -9.81]
@@ -45,7 +45,7 @@ def _tree3d_forces():
 
 def _tree3d():
     """A 3-D tree with every supported joint: ball, cardan, spring-loaded slider, damped and driven
-    hinge, planar, a spring element to the world, constant and time-dependent body loads, and a free
+    hinge, planar, a welded body, a spring element to the world, constant and time-dependent body loads, and a free
     spinning body."""
     rot = [0.9, 0.2, -0.3, 0.25]
     bodies = [
@@ -57,6 +57,7 @@ def _tree3d():
         RigidBody("d", 0.3, [0.002, 0.003, 0.0025], position=(0.45, 0.3, -1.2), orientation=[0.5, 0.5, 0.5, 0.5]),
         RigidBody("e", 0.8, [0.01, 0.02, 0.025], position=(1.0, 0.0, 0.0), orientation=rot),
         RigidBody("f", 0.5, [0.003, 0.004, 0.005], position=(0.35, -0.15, -0.85), orientation=[1, 0, 0.3, 0.1]),
+        RigidBody("g", 0.2, [0.001, 0.002, 0.002], position=(0.5, 0.35, -1.3), orientation=[1, 0.2, 0, 0]),
     ]
     joints = [
         Spherical(None, "a", point=(0.0, 0.0, 0.0)),
@@ -66,11 +67,12 @@ def _tree3d():
         Revolute("c", "d", point=(0.4, 0.2, -1.15), axis=(0.0, 1.0, 1.0), damping=0.01, stiffness=0.5,
                  torque=lambda t: 0.05 * jnp.sin(3.0 * t)),
         Planar("b", "f", point=(0.3, -0.1, -0.8), axis=(0.2, 1.0, 0.1)),
+        Fixed("d", "g", point=(0.48, 0.32, -1.25)),
     ]
     forces = _tree3d_forces()
     def loads(t):  # world forces at the centres of mass and torques, (n_bodies, 3) each
-        f = jnp.zeros((6, 3)).at[1].set(jnp.stack([0.3 * jnp.sin(2.0 * t), 0.0, 0.5]))
-        return f, jnp.zeros((6, 3)).at[3].set(jnp.stack([0.0, 0.02 * t, 0.01]))
+        f = jnp.zeros((7, 3)).at[1].set(jnp.stack([0.3 * jnp.sin(2.0 * t), 0.0, 0.5]))
+        return f, jnp.zeros((7, 3)).at[3].set(jnp.stack([0.0, 0.02 * t, 0.01]))
 
     return MultibodySystem(bodies, joints, gravity=G, forces=forces, loads=loads)
 
@@ -96,8 +98,8 @@ def test_joint_coordinates_agree_with_maximal(case):
     if case == "tree3d":
         system = _tree3d()
         js = JointSpaceSystem(system)
-        # ball, cardan, planar, slider, hinge, free body
-        assert js.kinds == "BRRPPRPRPPPB" and js.n_v == 16 and js.n_q == 18
+        # ball, cardan, planar, slider, hinge, weld, free body
+        assert js.kinds == "BRRPPRPRFPPPB" and js.n_v == 16 and js.n_q == 18
         v0 = jnp.asarray([0.5, -1.0, 0.4, 0.8, 0.3, 0.2, -0.3, 1.1, -0.2, 1.5, 0.1, -0.2, 0.3, 0.5, 6.0, 2.0])
         dt, n = 2e-3, 100
     else:

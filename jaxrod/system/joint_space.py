@@ -188,7 +188,8 @@ def _tree_nodes(system):
         if i2 in owner:
             raise ValueError(
                 f"JointSpaceSystem: body {names[i2]!r} is body2 of joints[{owner[i2]}] and joints[{k}]: the joints "
-                "form a closed kinematic loop (or a body has two parents). Joint coordinates need a tree; simulate "
+                "form a closed kinematic loop, or one of them is written from child to parent (body1 must be the "
+                "side nearer the world: swap its body1 and body2). Joint coordinates need a tree; for a loop simulate "
                 "the MultibodySystem itself (maximal coordinates, which handle loops) instead"
             )
         owner[i2] = k

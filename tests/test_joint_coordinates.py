@@ -220,6 +220,10 @@ def test_refused_inputs_name_the_problem():
     with pytest.raises(ValueError, match="must be a MultibodySystem"):
         JointSpaceSystem([a])
     pend = MultibodySystem([a], [Revolute(None, "a", point=(0, 0, 0), axis=y)], gravity=G)
+    tr = jaxrod.simulate(JointSpaceSystem(pend), dt=0.01, n_steps=2, scheme="semi_implicit_euler")  # by name
+    assert tr.positions.shape == (3, 1, 3) and bool(tr.valid[-1])
+    with pytest.raises(NotImplementedError, match="no static solve.*solve_static"):
+        jaxrod.solve_static(JointSpaceSystem(pend))
     with pytest.raises(ValueError, match="explicit scheme"):
         jaxrod.simulate(JointSpaceSystem(pend), dt=0.01, n_steps=2, scheme=jaxrod.BackwardEuler())
     with pytest.raises(ValueError, match="solver must be None"):

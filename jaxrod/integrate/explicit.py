@@ -150,3 +150,9 @@ class ExplicitStepper(AbstractStepper):
     def final(self, carry):
         q, v = carry
         return State(q, v, None)
+
+    def solve_static(self, *, state0=None, t=0.0, solver=None, load_steps=1, throw=True, progress=False):
+        raise NotImplementedError(
+            f"{type(self.model).__name__} has no static solve (an explicit model has no residual to solve): "
+            "solve the statics of the implicit model it wraps, e.g. jaxrod.solve_static(joint_space.system)"
+        )

@@ -132,8 +132,9 @@ def mujoco_python(requested):
     """The interpreter that runs MuJoCo, or None when none is found."""
     cands = [requested] if requested else [sys.executable, "/work/venv-mujoco/bin/python"]
     for py in cands:
-        if py and os.path.exists(py) and subprocess.run([py, "-c", "import mujoco"], capture_output=True).returncode == 0:
-            return py
+        if py and os.path.exists(py):
+            if subprocess.run([py, "-c", "import mujoco"], capture_output=True).returncode == 0:
+                return py
     return None
 
 
@@ -176,6 +177,12 @@ def compiled_run(js, dt, steps, save_every, scheme="rk4"):
 
 def med(xs):
     return float(np.median(xs))
+
+
+def timing(res, name, digits):
+    """``'12.3 us/step CPU (45.6 wall)'``: the medians of ``res``'s lists for ``name``."""
+    cpu, wall = med(res[f"{name}_cpu_us_per_step"]), med(res[f"{name}_wall_us_per_step"])
+    return f"{cpu:.{digits}f} us/step CPU ({wall:.{digits}f} wall)"
 
 
 def maximal_run(system, dt, steps, save_every):
@@ -242,15 +249,14 @@ def chain_case(n, mj, rounds, maximal=False):
         res["err_maximal_m"] = float(np.max(np.linalg.norm(tipm - (ref if mj is not None else tip10), axis=1)))
     others = (("maximal", fnm, system),) if maximal else ()
     interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt), others)
-    mr = mj is not None
-    print(f"chain n={n}: compile {comp[1]:.1f} s CPU / {comp[0]:.1f} s wall; jaxrod RK4 "
-          f"{med(res['jaxrod_cpu_us_per_step']):.1f} us/step CPU ({med(res['jaxrod_wall_us_per_step']):.1f} wall)"
-          + (f", MuJoCo RK4 {med(res['mujoco_rk4_cpu_us_per_step']):.1f} ({med(res['mujoco_rk4_wall_us_per_step']):.1f}), "
-             f"ratio {res['cpu_ratio']:.2f}; tip err vs ref: jaxrod {res['err_jaxrod_m']:.2e} m, MuJoCo "
-             f"{res['err_mujoco_rk4_m']:.2e} m; jaxrod vs MuJoCo at the same dt {res['jaxrod_vs_mujoco_rk4_same_dt_m']:.1e} m"
-             if mr else "")
-          + (f"; maximal AVF {med(res['maximal_cpu_us_per_step']):.1f} us/step CPU, tip err {res['err_maximal_m']:.2e} m"
-             if maximal else "") + f"; load {load_average()}", flush=True)
+    line = f"chain n={n}: compile {comp[1]:.1f} s CPU / {comp[0]:.1f} s wall; jaxrod RK4 {timing(res, 'jaxrod', 1)}"
+    if mj is not None:
+        line += (f", MuJoCo RK4 {timing(res, 'mujoco_rk4', 1)}, ratio {res['cpu_ratio']:.2f}; tip err vs ref: "
+                 f"jaxrod {res['err_jaxrod_m']:.2e} m, MuJoCo {res['err_mujoco_rk4_m']:.2e} m; jaxrod vs MuJoCo "
+                 f"at the same dt {res['jaxrod_vs_mujoco_rk4_same_dt_m']:.1e} m")
+    if maximal:
+        line += f"; maximal AVF {timing(res, 'maximal', 1)}, tip err {res['err_maximal_m']:.2e} m"
+    print(line + f"; load {load_average()}", flush=True)
     return res
 
 
@@ -271,12 +277,11 @@ def dp_case(dt, mj, rounds):
         res["mujoco_energy_err_max_J"] = float(np.max(np.abs(Em - Em[0])))
         res["energy0_jaxrod_J"], res["energy0_mujoco_J"] = float(E[0]), float(Em[0])
     interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt))
-    mr = mj is not None
-    print(f"double pendulum dt {dt}: jaxrod RK4 {med(res['jaxrod_cpu_us_per_step']):.2f} us/step CPU "
-          f"({med(res['jaxrod_wall_us_per_step']):.2f} wall), energy err {res['energy_err_max_J']:.2e} J"
-          + (f"; MuJoCo RK4 {med(res['mujoco_rk4_cpu_us_per_step']):.2f} ({med(res['mujoco_rk4_wall_us_per_step']):.2f}), "
-             f"energy err {res['mujoco_energy_err_max_J']:.2e} J; ratio {res['cpu_ratio']:.2f}" if mr else "")
-          + f"; load {load_average()}", flush=True)
+    line = f"double pendulum dt {dt}: jaxrod RK4 {timing(res, 'jaxrod', 2)}, energy err {res['energy_err_max_J']:.2e} J"
+    if mj is not None:
+        line += (f"; MuJoCo RK4 {timing(res, 'mujoco_rk4', 2)}, energy err {res['mujoco_energy_err_max_J']:.2e} J; "
+                 f"ratio {res['cpu_ratio']:.2f}")
+    print(line + f"; load {load_average()}", flush=True)
     return res
 
 
@@ -297,7 +302,8 @@ def main():
     if mj is not None:
         out["mujoco"] = mj(n=1, dt=0.01, integrator="RK4", L=0.3, m=0.5, qpos0=[0.0], duration=0.01, sample_dt=0.01,
                            target_cpu=0.0)["mujoco"]
-    print(f"jax {jax.__version__}, MuJoCo {out.get('mujoco', 'not found: jaxrod only')}, load {load_average()}", flush=True)
+    found = out.get("mujoco", "not found: jaxrod only")
+    print(f"jax {jax.__version__}, MuJoCo {found}, load {load_average()}", flush=True)
     try:
         for n in [int(s) for s in a.sizes.split(",") if s]:
             out["chains"][str(n)] = chain_case(n, mj, a.rounds, a.maximal)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import abc
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 
 from .base import AbstractStepper, State

@@ -21,7 +21,10 @@ run until ~0.3 s of CPU; medians are reported with process CPU and wall time and
 ``--maximal`` also times the maximal-coordinate model (implicit average vector field, structured
 Newton: ``simulate``'s defaults) on the same chains, interleaved, with its tip error.
 
-Usage:  python benchmarks/chain_joint.py [--sizes 10,30,100] [--rounds 3] [--no-dp] [--maximal]
+``--euler`` also times ``SemiImplicitEuler`` against MuJoCo's ``Euler`` (semi-implicit Euler;
+with no joint damping the two integrate identically) at the same dt.
+
+Usage:  python benchmarks/chain_joint.py [--sizes 10,30,100] [--rounds 3] [--no-dp] [--maximal] [--euler]
         [--mujoco-python PATH] [--json benchmarks/results/chain_joint.json]
 """
 
@@ -196,17 +199,20 @@ def maximal_run(system, dt, steps, save_every):
     return fn, (time.perf_counter() - w0, time.process_time() - c0)
 
 
-def interleaved(res, rounds, fn, arg, steps, mj, common, others=()):
-    """``rounds`` rounds of (jaxrod, each of ``others`` = (name, fn, arg), MuJoCo RK4) timings,
-    stored in ``res`` as lists of CPU / wall microseconds per step, and the median CPU ratio."""
-    rows = {"jaxrod": [], **{name: [] for name, _, _ in others}, "mujoco_rk4": []}
+def interleaved(res, rounds, fn, arg, steps, mj, common, others=(), mujoco_others=()):
+    """``rounds`` rounds of (jaxrod, each of ``others`` = (name, fn, arg), MuJoCo RK4, each MuJoCo
+    integrator of ``mujoco_others``) timings, stored in ``res`` as lists of CPU / wall
+    microseconds per step, and the median CPU ratio of jaxrod to MuJoCo RK4."""
+    mujoco = ("RK4",) + tuple(mujoco_others) if mj is not None else ()
+    rows = {"jaxrod": [], **{name: [] for name, _, _ in others}, "mujoco_rk4": [],
+            **{f"mujoco_{i.lower()}": [] for i in mujoco}}
     for _ in range(rounds):
         rows["jaxrod"].append(time_jaxrod(fn, arg, steps))
         for name, f, x in others:
             rows[name].append(time_jaxrod(f, x, steps))
-        if mj is not None:
-            r = mj(integrator="RK4", timing=True, **common)
-            rows["mujoco_rk4"].append((r["cpu_us_per_step"], r["wall_us_per_step"]))
+        for integ in mujoco:
+            r = mj(integrator=integ, timing=True, **common)
+            rows[f"mujoco_{integ.lower()}"].append((r["cpu_us_per_step"], r["wall_us_per_step"]))
     for name, xs in rows.items():
         if xs:
             res[f"{name}_cpu_us_per_step"] = [c for c, _ in xs]
@@ -216,7 +222,7 @@ def interleaved(res, rounds, fn, arg, steps, mj, common, others=()):
     res["load_after"] = load_average()
 
 
-def chain_case(n, mj, rounds, maximal=False):
+def chain_case(n, mj, rounds, maximal=False, euler=False):
     dt, T, sample = 0.005, 1.0, 0.05
     steps, se = int(round(T / dt)), int(round(sample / dt))
     js = JointSpaceSystem(pendulum_chain(n))
@@ -248,7 +254,17 @@ def chain_case(n, mj, rounds, maximal=False):
         res["maximal_compile_cpu_s"], res["maximal_compile_wall_s"] = compm[1], compm[0]
         res["err_maximal_m"] = float(np.max(np.linalg.norm(tipm - (ref if mj is not None else tip10), axis=1)))
     others = (("maximal", fnm, system),) if maximal else ()
-    interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt), others)
+    if euler:  # the one-evaluation scheme against MuJoCo's Euler (semi-implicit; no damping here)
+        fne, _ = compiled_run(js, dt, steps, se, scheme="semi_implicit_euler")
+        pe, fe = (np.asarray(x) for x in jax.block_until_ready(fne(js))[:2])
+        tipe = pe[:, -1] + 0.5 * LINK_LENGTH * fe[:, -1, 0, :]
+        others = others + (("euler", fne, js),)
+        if mj is not None:
+            mje = np.array(mj(dt=dt, integrator="Euler", trajectory=True, **common)["tip"])
+            res["err_euler_m"] = float(np.max(np.linalg.norm(tipe - ref, axis=1)))
+            res["err_mujoco_euler_m"] = float(np.max(np.linalg.norm(mje - ref, axis=1)))
+            res["euler_vs_mujoco_euler_same_dt_m"] = float(np.max(np.linalg.norm(tipe - mje, axis=1)))
+    interleaved(res, rounds, fn, js, steps, mj, dict(common, dt=dt), others, ("Euler",) if euler else ())
     line = f"chain n={n}: compile {comp[1]:.1f} s CPU / {comp[0]:.1f} s wall; jaxrod RK4 {timing(res, 'jaxrod', 1)}"
     if mj is not None:
         line += (f", MuJoCo RK4 {timing(res, 'mujoco_rk4', 1)}, ratio {res['cpu_ratio']:.2f}; tip err vs ref: "
@@ -256,6 +272,11 @@ def chain_case(n, mj, rounds, maximal=False):
                  f"at the same dt {res['jaxrod_vs_mujoco_rk4_same_dt_m']:.1e} m")
     if maximal:
         line += f"; maximal AVF {timing(res, 'maximal', 1)}, tip err {res['err_maximal_m']:.2e} m"
+    if euler:
+        line += f"; jaxrod semi-implicit Euler {timing(res, 'euler', 1)}"
+        if mj is not None:
+            line += (f", MuJoCo Euler {timing(res, 'mujoco_euler', 1)}; tip err {res['err_euler_m']:.2e} / "
+                     f"{res['err_mujoco_euler_m']:.2e} m, apart {res['euler_vs_mujoco_euler_same_dt_m']:.1e} m")
     print(line + f"; load {load_average()}", flush=True)
     return res
 
@@ -290,6 +311,8 @@ def main():
     p.add_argument("--sizes", default="10,30,100")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--no-dp", action="store_true", help="skip the double pendulum")
+    p.add_argument("--euler", action="store_true",
+                   help="also time SemiImplicitEuler against MuJoCo's Euler on the chains (same dt)")
     p.add_argument("--maximal", action="store_true",
                    help="also time the maximal-coordinate model (implicit AVF, the default of simulate) on the chains")
     p.add_argument("--mujoco-python", default=None)
@@ -306,7 +329,7 @@ def main():
     print(f"jax {jax.__version__}, MuJoCo {found}, load {load_average()}", flush=True)
     try:
         for n in [int(s) for s in a.sizes.split(",") if s]:
-            out["chains"][str(n)] = chain_case(n, mj, a.rounds, a.maximal)
+            out["chains"][str(n)] = chain_case(n, mj, a.rounds, a.maximal, a.euler)
         if not a.no_dp:
             for dt in (1e-3, 1e-2):
                 out["double_pendulum"][str(dt)] = dp_case(dt, mj, a.rounds)

@@ -62,6 +62,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxrod  # noqa: E402
+from jaxrod.geometry import quat_to_rotation  # noqa: E402
 from jaxrod.solvers import DenseJacobianSolver  # noqa: E402
 from jaxrod.system import MultibodySystem, Revolute, RigidBody, Spherical  # noqa: E402
 from jaxrod.system import HybridSystem, RodClamp  # noqa: E402
@@ -75,9 +76,14 @@ def pendulum_chain(n: int, joint: str = "revolute") -> MultibodySystem:
     """``n`` slender links end to end from the world pivot at the origin, in the x-z plane."""
     L, m = LINK_LENGTH, LINK_MASS
     e = np.array([np.sin(TILT), 0.0, -np.cos(TILT)])
-    # body x axis along the link: a rotation about y by TILT - pi/2 maps x to e
-    half = 0.5 * (TILT - np.pi / 2)
+    # body x axis along the link: a rotation about y by pi/2 - TILT maps x to e (a rotation by a
+    # about y maps x to (cos a, 0, -sin a); the earlier TILT - pi/2 put x at (sin TILT, 0, +cos TILT),
+    # 100 degrees away from the link, harmless for the planar motion since I_yy = i either way)
+    half = 0.5 * (np.pi / 2 - TILT)
     quat = [np.cos(half), 0.0, np.sin(half), 0.0]
+    x_axis = np.asarray(quat_to_rotation(jnp.asarray(quat)))[:, 0]
+    if not np.allclose(x_axis, e, atol=1e-12):
+        raise AssertionError(f"pendulum_chain: body x axis {x_axis} is not along the link {e}")
     i = m * L**2 / 12
     bodies = [RigidBody(f"link{k}", m, [0.01 * i, i, i], position=(k + 0.5) * L * e, orientation=quat) for k in range(n)]
     joints = []

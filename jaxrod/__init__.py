@@ -35,6 +35,9 @@ _LAZY = {
     "RodSection": ".models.tmtdyn",
     "RigidBody": ".system",
     "MultibodySystem": ".system",
+    "JointSpaceSystem": ".system",
+    "RK4": ".integrate.explicit",
+    "SemiImplicitEuler": ".integrate.explicit",
     "HybridSystem": ".system",
     "RodClamp": ".system",
     "RodPin": ".system",
@@ -128,6 +131,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         Spring, TorsionDamper, TorsionSpring, Universal,
     )
     from .system import Box, ContactSystem, Plane, SphereContact
+    from .system import JointSpaceSystem
+    from .integrate.explicit import RK4, SemiImplicitEuler
     from .integrate import MoreauOptions
     from . import geometry, scenes
     from .integrate import AbstractImplicitModel, State
@@ -202,6 +207,9 @@ __all__ = [
     "LinearRamp",
     "ModalResult",
     "MultibodySystem",
+    "JointSpaceSystem",
+    "RK4",
+    "SemiImplicitEuler",
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",

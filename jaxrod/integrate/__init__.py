@@ -7,8 +7,13 @@ from .implicit import AbstractImplicitModel, ImplicitStepper, fallback_ladder, i
 from .results import ConvergenceError, FallbackWarning, SolverStats, Trajectory, convergence_errors
 from .run import simulate, simulate_adaptive, solve_static
 from .moreau import AbstractMoreauModel, ContactTrajectory, MoreauOptions, MoreauState, MoreauStepper
+from .explicit import RK4, AbstractExplicitModel, ExplicitStepper, SemiImplicitEuler
 
 __all__ = [
+    "AbstractExplicitModel",
+    "ExplicitStepper",
+    "RK4",
+    "SemiImplicitEuler",
     "AbstractMoreauModel",
     "ContactTrajectory",
     "MoreauOptions",

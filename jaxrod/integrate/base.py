@@ -96,6 +96,10 @@ class AbstractStepper(eqx.Module):
         at ``t0`` [s] when ``state0`` is ``None``."""
         return state0
 
+    #: steps cheap enough that computing and discarding one beats a conditional (explicit
+    #: steppers): the compiled loop then skips the steps after a failure by a select
+    cheap_steps = False
+
     #: ``(solver name, what the stats' residual column measures, what to try)`` for the
     #: ConvergenceError of a failed step (:func:`jaxrod.integrate.results._failure_report`)
     failure = NEWTON_FAILURE

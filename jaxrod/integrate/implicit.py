@@ -322,6 +322,14 @@ class ImplicitStepper(AbstractStepper):
     def build(cls, model, scheme=None, solver=None, *, fallback=False):
         scheme = resolve_scheme(scheme)
         scheme = AverageVectorField() if scheme is None else scheme
+        from .explicit import AbstractExplicitScheme
+
+        if isinstance(scheme, AbstractExplicitScheme):
+            raise ValueError(
+                f"{type(model).__name__} is an implicit model: scheme must be an implicit scheme "
+                f"(e.g. jaxrod.AverageVectorField()), got {type(scheme).__name__}(); explicit schemes run "
+                "models such as jaxrod.system.JointSpaceSystem"
+            )
         solver = _with_model_solver(model, DEFAULT_SOLVER if solver is None else solver)
         ladder = fallback_ladder(scheme) if fallback else ((False, 1),)
         return cls(model, scheme, solver, ladder)

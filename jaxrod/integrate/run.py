@@ -173,7 +173,8 @@ def _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw):
         return (new, t + dt), stats
 
     (carry, _), _, frames, stats = scan_saves_checked(
-        one_step, lambda c: stepper.observe(c[0]), (carry0, t0), n_saves, save_every, n_saves
+        one_step, lambda c: stepper.observe(c[0]), (carry0, t0), n_saves, save_every, n_saves,
+        cheap_steps=stepper.cheap_steps,
     )
     stats = tuple(s.reshape(-1) for s in stats)
     stats = stats + (jnp.zeros(stats[0].shape, jnp.int32),) * (6 - len(stats))

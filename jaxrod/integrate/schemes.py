@@ -457,8 +457,12 @@ def resolve_scheme(scheme, *, name: str = "scheme"):
     """A time-scheme instance from ``scheme``: ``None`` (kept: the caller's default), an
     :class:`AbstractScheme` instance, or a name such as
     ``"backward_euler"`` (see :func:`scheme_from_name`)."""
-    if scheme is None or isinstance(scheme, (AbstractScheme, DifferenceFormula)):
+    from .explicit import EXPLICIT_SCHEMES, AbstractExplicitScheme  # explicit schemes: their models check them
+
+    if scheme is None or isinstance(scheme, (AbstractScheme, DifferenceFormula, AbstractExplicitScheme)):
         return scheme
+    if isinstance(scheme, str) and scheme in EXPLICIT_SCHEMES:
+        return EXPLICIT_SCHEMES[scheme]()
     if isinstance(scheme, str):
         return scheme_from_name(scheme)
     if isinstance(scheme, type) and issubclass(scheme, (AbstractScheme, DifferenceFormula)):

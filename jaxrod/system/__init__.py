@@ -40,3 +40,5 @@ from .hybrid import HybridSystem, RodClamp, RodPin  # noqa: E402  rods attached 
 __all__ += ["HybridSystem", "RodClamp", "RodPin"]
 from .contact import Box, ContactSystem, Plane, SphereContact  # noqa: E402  set-valued contact (issue 23)
 __all__ += ["Box", "ContactSystem", "Plane", "SphereContact"]
+from .joint_space import JointSpaceSystem  # noqa: E402  tree systems in joint coordinates (issue 24 item 2)
+__all__ += ["JointSpaceSystem"]

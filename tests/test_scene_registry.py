@@ -38,6 +38,7 @@ _SMALL = {
     "stiff-flop-passive": {"n_segments": 1},
     "stiff-flop": {"n_segments": 1},  # reads shared/data/stiff-flop (skipped without it)
     "snake-undulation-ortho": {"n_links": 3},
+    "der-snake": {"n_nodes": 5},
     "stewart-gough": {"n_points": 16, "actuated_frames": 2, "end": (-0.02, 0.0, 0.5)},
 }
 # seconds each even when small (settling solves, network assembly): run with the slow tests

@@ -106,6 +106,8 @@ _INFOS = (
               ".stiff_flop", "stiff_flop_actuated", dt=0.05, duration=54.65),
     SceneInfo("snake-undulation-ortho", "Aiko snake robot, lateral undulation on orthotropic Coulomb friction (Transeth et al.)",
               ".snake", "snake_undulation", dt=5e-4, duration=15.0),
+    SceneInfo("der-snake", "continuum snake on DER: curvature wave, anisotropic floor friction (PyElastica's example)",
+              ".der_snake", "der_snake", dt=1e-3, duration=10.0),
     SceneInfo("stewart-gough", "Till et al. continuum Stewart-Gough platform: plate driven along a line, then free",
               ".stewart_gough", "stewart_gough", dt=1.0 / 120.0, duration=5.0),
 )

@@ -189,7 +189,10 @@ def anisotropic_coulomb_friction(u, normal_force, tangent, mu_axial, mu_lateral,
     ``gamma = tanh(K2 s / 2)``, ``K2 = 15/nu`` (:func:`stick_slip_factor`). Laws (``law``, static):
 
     * ``"projected"`` (default; the original law): ``F = -gamma(|u|) f_n (mu_a u_par + mu_l u_perp)/|u|``:
-      the isotropic law's unit slip direction with its two components scaled. Not on the friction
+      the isotropic law's unit slip direction with its two components scaled (PyElastica 1.0's
+      ``RodPlaneContactWithAnisotropicFriction`` kinetic law, ``-f_n (mu_a (u_hat . t) t +
+      mu_side (u_hat . r) r)``, with forward/backward ``mu_a``; PyElastica adds the surface
+      speed of the rod's spin to the sideways slip, this law does not). Not on the friction
       ellipse's normal: sliding at 45 deg with ``(mu_a, mu_l) = (0.1, 0.5)`` the force is
       ``atan(5) = 78.69`` deg from the axis and dissipates ``(0.1 + 0.5)/2 = 0.300 f_n |u|``.
     * ``"ellipse"``: maximum dissipation on the ellipse ``(F_a/mu_a)^2 + (F_perp/mu_l)^2 <= f_n^2``
@@ -200,8 +203,8 @@ def anisotropic_coulomb_friction(u, normal_force, tangent, mu_axial, mu_lateral,
       the force is ``atan(25) = 87.71`` deg from the axis and dissipates
       ``sqrt((0.01 + 0.25)/2) = 0.3606 f_n |u|``. The slip tolerance is ``nu`` across the rod when
       ``mu_l >= mu_a`` and ``nu mu_max/mu_a`` along it.
-    * ``"componentwise"``: each component its own Coulomb law (PyElastica's
-      ``AnisotropicFrictionalPlane`` kinetic friction, smoothed):
+    * ``"componentwise"``: each component its own (smoothed) Coulomb law, a box-shaped
+      friction set:
       ``F = -f_n (mu_a tanh(K2 u_a/2) t + mu_l gamma(|u_perp|) u_perp/|u_perp|)``; sliding at 45 deg
       with (0.1, 0.5): 78.69 deg, ``(0.1 + 0.5)/sqrt(2) = 0.4243 f_n |u|``.
 
@@ -390,7 +393,7 @@ class FloorContact(eqx.Module):
     projection of the node's tangent, the mean of the adjacent edge tangents, pointing toward
     increasing node index) and ``mu_lateral`` across it, combined by the anisotropic ``law``
     (:func:`anisotropic_coulomb_friction`: ``"projected"``, the default, ``"ellipse"``
-    (maximum dissipation) or ``"componentwise"`` (PyElastica's)); with ``mu_backward`` the
+    (maximum dissipation) or ``"componentwise"``); with ``mu_backward`` the
     coefficient along the rod is ``mu`` sliding toward increasing node index and ``mu_backward``
     the other way.
 

@@ -40,6 +40,7 @@ _SMALL = {
     "snake-undulation-ortho": {"n_links": 3},
     "snake-undulation-iso": {"n_links": 3},
     "snake-sidewinding": {"n_links": 3},
+    "der-snake": {"n_nodes": 5},
     "stewart-gough": {"n_points": 16, "actuated_frames": 2, "end": (-0.02, 0.0, 0.5)},
 }
 # seconds each even when small (settling solves, network assembly): run with the slow tests

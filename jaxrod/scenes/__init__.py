@@ -17,6 +17,8 @@ reference values a result is checked against.
 * ``snake-undulation-ortho``, ``snake-undulation-iso``, ``snake-sidewinding``: the snake robot
   Aiko of Transeth et al. (2008): 11 rigid links, cardan joints, PD-tracked serpenoid gait,
   set-valued anisotropic Coulomb contact (Moreau time stepping), see :mod:`jaxrod.scenes.snake`.
+* ``der-snake``: PyElastica's continuum snake on a DER rod: a travelling wave of natural curvature
+  on an anisotropic frictional floor, see :mod:`jaxrod.scenes.der_snake`.
 * ``rod-coiling``: a soft rod lowered onto a frictional floor lays down in coils of radius
   ~ the gravito-bending length (Jawed et al., PNAS 2014), see :func:`jaxrod.scenes.contact.rod_coiling`.
 

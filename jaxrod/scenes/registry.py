@@ -110,6 +110,8 @@ _INFOS = (
               ".snake", "snake_undulation_iso", dt=5e-4, duration=15.0),
     SceneInfo("snake-sidewinding", "Aiko snake robot, sidewinding with soft start on isotropic friction 0.2",
               ".snake", "snake_sidewinding", dt=5e-4, duration=15.0),
+    SceneInfo("der-snake", "continuum snake on DER: curvature wave, anisotropic floor friction (PyElastica's example)",
+              ".der_snake", "der_snake", dt=1e-3, duration=10.0),
     SceneInfo("stewart-gough", "Till et al. continuum Stewart-Gough platform: plate driven along a line, then free",
               ".stewart_gough", "stewart_gough", dt=1.0 / 120.0, duration=5.0),
 )

@@ -3,7 +3,8 @@ rod.py (:class:`DERRod`), contact.py (IMC contact and smooth Coulomb friction:
 :class:`FloorContact`, :class:`RodRodContact`), dynamics.py (:class:`DERModel`),
 network.py (:class:`DERNetwork`: several rods joined by elastic joints), motion.py (measured clamp
 poses :class:`ClampMotion`; sampled prescribed values :class:`~jaxrod.signals.SampledMotion` and the
-actuation ramp :class:`~jaxrod.signals.LinearRamp` are in :mod:`jaxrod.signals`)."""
+actuation ramp :class:`~jaxrod.signals.LinearRamp` are in :mod:`jaxrod.signals`), waves.py
+(:class:`CurvatureWave`: a travelling wave of natural curvature, a continuum snake's muscles)."""
 
 from ...signals import LinearRamp, SampledMotion
 from .contact import FloorContact, RodRodContact
@@ -12,11 +13,13 @@ from .frames import ReferenceFrames
 from .motion import ClampMotion, clamp_frame, quaternion_to_matrix
 from .network import DERNetwork, Joint
 from .rod import DERRod, helix_points
+from .waves import CurvatureWave
 
 __all__ = [
     "DER_BANDWIDTH",
     "ClampMotion",
     "ContactAux",
+    "CurvatureWave",
     "DERModel",
     "DERNetwork",
     "DERRod",

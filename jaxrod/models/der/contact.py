@@ -166,15 +166,82 @@ def smooth_coulomb_friction(u, normal_force, mu, nu):
     return -(mu * normal_force * g)[..., None] * u
 
 
-def anisotropic_coulomb_friction(u, normal_force, tangent, mu_axial, mu_lateral, nu):
-    """Smooth Coulomb friction with one coefficient along the unit ``tangent`` and another across
-    it (snake-like locomotion): ``-gamma(|u|) f_n (mu_a u_par + mu_l u_perp)/|u|`` [N], where
-    ``u_par = (u . t) t`` and ``u_perp = u - u_par``. ``tangent = 0`` makes it isotropic with
-    ``mu_lateral``; ``mu_axial = mu_lateral`` gives :func:`smooth_coulomb_friction`."""
+#: Anisotropic friction laws of :func:`anisotropic_coulomb_friction` and :class:`FloorContact`.
+FRICTION_LAWS = ("projected", "ellipse", "componentwise")
+
+
+def axial_coefficient(u_axial, mu_forward, mu_backward, nu):
+    """Friction coefficient along the rod for an axial slip ``u_axial`` [m/s] (``(...)``, signed
+    along the tangent): ``mu_forward`` for ``u_axial > 0`` (sliding toward the tangent, the
+    direction of increasing node index), ``mu_backward`` for ``u_axial < 0``, blended smoothly as
+    ``(mu_f + mu_b)/2 + (mu_f - mu_b)/2 tanh(K2 u_axial / 2)`` (the stick-slip factor's width,
+    ``K2 = 15/nu``) so the law stays differentiable at zero axial slip."""
+    s = jnp.tanh(0.5 * FRICTION_SHARPNESS / nu * u_axial)
+    return 0.5 * (mu_forward + mu_backward) + 0.5 * (mu_forward - mu_backward) * s
+
+
+def anisotropic_coulomb_friction(u, normal_force, tangent, mu_axial, mu_lateral, nu, *, law="projected",
+                                 mu_backward=None):
+    """Smooth anisotropic Coulomb friction [N] ``(..., 3)`` of a contact sliding with velocity ``u``
+    ``(..., 3)`` [m/s] (tangential to the surface) on a rod with unit ``tangent`` ``(..., 3)``:
+    coefficient ``mu_a`` along the tangent and ``mu_lateral`` across it. Write ``u_a = u . t``,
+    ``u_par = u_a t``, ``u_perp = u - u_par``, ``f_n`` the normal force [N] and
+    ``gamma = tanh(K2 s / 2)``, ``K2 = 15/nu`` (:func:`stick_slip_factor`). Laws (``law``, static):
+
+    * ``"projected"`` (default; the original law): ``F = -gamma(|u|) f_n (mu_a u_par + mu_l u_perp)/|u|``:
+      the isotropic law's unit slip direction with its two components scaled (PyElastica 1.0's
+      ``RodPlaneContactWithAnisotropicFriction`` kinetic law, ``-f_n (mu_a (u_hat . t) t +
+      mu_side (u_hat . r) r)``, with forward/backward ``mu_a``; PyElastica adds the surface
+      speed of the rod's spin to the sideways slip, this law does not). Not on the friction
+      ellipse's normal: sliding at 45 deg with ``(mu_a, mu_l) = (0.1, 0.5)`` the force is
+      ``atan(5) = 78.69`` deg from the axis and dissipates ``(0.1 + 0.5)/2 = 0.300 f_n |u|``.
+    * ``"ellipse"``: maximum dissipation on the ellipse ``(F_a/mu_a)^2 + (F_perp/mu_l)^2 <= f_n^2``
+      (Transeth et al. 2008's spatial anisotropic Coulomb law, in the plane):
+      ``F = -gamma(s) f_n (mu_a^2 u_par + mu_l^2 u_perp)/(mu_max s)`` with
+      ``s = sqrt(mu_a^2 u_a^2 + mu_l^2 |u_perp|^2)/mu_max``, ``mu_max = max(mu_a, mu_l)``; sliding
+      it is ``-f_n M u/sqrt(u^T M u)``, ``M = diag(mu_a^2, mu_l^2)``: at 45 deg with (0.1, 0.5)
+      the force is ``atan(25) = 87.71`` deg from the axis and dissipates
+      ``sqrt((0.01 + 0.25)/2) = 0.3606 f_n |u|``. The slip tolerance is ``nu`` across the rod when
+      ``mu_l >= mu_a`` and ``nu mu_max/mu_a`` along it.
+    * ``"componentwise"``: each component its own (smoothed) Coulomb law, a box-shaped
+      friction set:
+      ``F = -f_n (mu_a tanh(K2 u_a/2) t + mu_l gamma(|u_perp|) u_perp/|u_perp|)``; sliding at 45 deg
+      with (0.1, 0.5): 78.69 deg, ``(0.1 + 0.5)/sqrt(2) = 0.4243 f_n |u|``.
+
+    ``mu_backward`` (default: ``mu_axial``) gives a forward/backward asymmetry: ``mu_a`` is
+    :func:`axial_coefficient` of ``u_a`` (``mu_axial`` sliding toward ``+tangent``, ``mu_backward``
+    toward ``-tangent``). ``tangent = 0`` makes every law isotropic with ``mu_lateral``;
+    ``mu_axial = mu_lateral`` (no asymmetry) gives :func:`smooth_coulomb_friction` for
+    ``"projected"`` and ``"ellipse"``.
+
+    Args:
+        u: ``(..., 3)`` sliding velocity [m/s]; normal_force: ``(...)`` [N] >= 0;
+        tangent: ``(..., 3)`` unit (or zero) rod direction; mu_axial, mu_lateral, mu_backward:
+        coefficients >= 0; nu: slip tolerance [m/s] > 0; law: one of ``FRICTION_LAWS``.
+
+    Raises:
+        ValueError: ``law`` not one of ``FRICTION_LAWS``.
+    """
+    if law not in FRICTION_LAWS:
+        raise ValueError(f"friction law must be one of {FRICTION_LAWS}, got {law!r}")
     k = 0.5 * FRICTION_SHARPNESS / nu
-    g = _tanh_ratio(jnp.sum(u * u, axis=-1), k)
-    u_par = jnp.sum(u * tangent, axis=-1, keepdims=True) * tangent
-    return -(normal_force * g)[..., None] * (mu_axial * u_par + mu_lateral * (u - u_par))
+    ua = jnp.sum(u * tangent, axis=-1, keepdims=True)
+    u_par = ua * tangent
+    u_perp = u - u_par
+    mu_a = mu_axial if mu_backward is None else axial_coefficient(ua, mu_axial, mu_backward, nu)
+    fn = normal_force[..., None] if jnp.ndim(normal_force) else normal_force
+    if law == "projected":
+        g = _tanh_ratio(jnp.sum(u * u, axis=-1), k)[..., None]
+        return -fn * g * (mu_a * u_par + mu_lateral * u_perp)
+    if law == "componentwise":
+        g = _tanh_ratio(jnp.sum(u_perp * u_perp, axis=-1), k)[..., None]
+        return -fn * (mu_a * jnp.tanh(k * ua) * tangent + mu_lateral * g * u_perp)
+    mu_max = jnp.maximum(mu_a, mu_lateral)
+    mu_max = jnp.where(mu_max > 0, mu_max, 1.0)  # all zero: M u = 0 below
+    mu_a2, mu_l2 = mu_a * mu_a, mu_lateral * mu_lateral
+    s2 = (mu_a2 * ua * ua + mu_l2 * jnp.sum(u_perp * u_perp, axis=-1, keepdims=True)) / (mu_max * mu_max)
+    g = _tanh_ratio(s2[..., 0], k)[..., None]  # gamma(s) / s
+    return -fn * g * (mu_a2 * u_par + mu_l2 * u_perp) / mu_max
 
 
 def friction_step_limit(u, du, normal_force, nu):
@@ -322,8 +389,13 @@ class FloorContact(eqx.Module):
     radius), energy ``k_c E_c(D_i)`` (:func:`imc_energy`; DisMech's floor uses only the smooth
     branch, which differs from the full IMC by < 1e-6 relative), normal force
     ``f_n = -k_c dE_c/dD``, sliding velocity = the in-plane part of the node velocity.
-    With ``mu_lateral`` given, ``mu`` acts along the rod (the in-plane projection of the node's
-    tangent, the mean of the adjacent edge tangents) and ``mu_lateral`` across it.
+    With ``mu_lateral`` (or ``mu_backward``) given, ``mu`` acts along the rod (the in-plane
+    projection of the node's tangent, the mean of the adjacent edge tangents, pointing toward
+    increasing node index) and ``mu_lateral`` across it, combined by the anisotropic ``law``
+    (:func:`anisotropic_coulomb_friction`: ``"projected"``, the default, ``"ellipse"``
+    (maximum dissipation) or ``"componentwise"``); with ``mu_backward`` the
+    coefficient along the rod is ``mu`` sliding toward increasing node index and ``mu_backward``
+    the other way.
 
     Attributes:
         normal: ``(3,)`` unit normal (normalised on construction).
@@ -332,12 +404,15 @@ class FloorContact(eqx.Module):
         delta: contact tolerance [m] (the contact acts for ``D < h + delta``).
         mu: friction coefficient (isotropic, or along the rod when ``mu_lateral`` is given).
         mu_lateral: friction coefficient across the rod (equals ``mu`` when isotropic).
+        mu_backward: coefficient along the rod sliding toward decreasing node index (equals
+            ``mu`` unless given).
         nu: slip tolerance [m/s].
-        anisotropic: static flag, True when ``mu_lateral`` was given.
+        anisotropic: static flag, True when ``mu_lateral`` or ``mu_backward`` was given.
+        law: static, the anisotropic law (one of ``FRICTION_LAWS``; default ``"projected"``).
 
     Raises:
         ValueError: ``stiffness <= 0``, ``delta <= 0``, ``nu <= 0``, ``mu < 0``, ``mu_lateral < 0``,
-            a zero or non-finite normal.
+            ``mu_backward < 0``, a zero or non-finite normal, ``law`` not in ``FRICTION_LAWS``.
     """
 
     normal: jax.Array
@@ -347,14 +422,31 @@ class FloorContact(eqx.Module):
     mu: jax.Array
     mu_lateral: jax.Array
     nu: jax.Array
+    mu_backward: jax.Array
     anisotropic: bool = eqx.field(static=True, default=False)
+    asymmetric: bool = eqx.field(static=True, default=False)
+    law: str = eqx.field(static=True, default="projected")
 
     def __init__(
-        self, normal=(0.0, 0.0, 1.0), offset=0.0, *, stiffness=1e4, delta=5e-4, mu=0.0, nu=1e-3, mu_lateral=None
+        self,
+        normal=(0.0, 0.0, 1.0),
+        offset=0.0,
+        *,
+        stiffness=1e4,
+        delta=5e-4,
+        mu=0.0,
+        nu=1e-3,
+        mu_lateral=None,
+        mu_backward=None,
+        law="projected",
     ):
         check_scalar("offset", offset, "m")
-        if mu_lateral is not None:
-            check_scalar("mu_lateral", mu_lateral)
+        if law not in FRICTION_LAWS:
+            raise ValueError(f"FloorContact law must be one of {FRICTION_LAWS}, got {law!r}")
+        for name, value in (("mu_lateral", mu_lateral), ("mu_backward", mu_backward)):
+            if value is not None:
+                check_scalar(name, value)
+                check_nonnegative(name, value)
         n = _arr(normal)
         check_shape("normal", n, (3,))
         if not is_traced(n):
@@ -365,11 +457,12 @@ class FloorContact(eqx.Module):
         self.offset = _arr(offset)
         check_finite("offset", self.offset)
         _check_common(stiffness, delta, mu, nu)
-        if mu_lateral is not None:
-            check_nonnegative("mu_lateral", mu_lateral)
         self.stiffness, self.delta, self.mu, self.nu = _arr(stiffness), _arr(delta), _arr(mu), _arr(nu)
-        self.anisotropic = mu_lateral is not None
+        self.anisotropic = mu_lateral is not None or mu_backward is not None
+        self.asymmetric = mu_backward is not None
+        self.law = law
         self.mu_lateral = jnp.array(self.mu) if mu_lateral is None else _arr(mu_lateral)
+        self.mu_backward = jnp.array(self.mu) if mu_backward is None else _arr(mu_backward)
 
     def distance(self, x):
         """``(N,)`` signed distance of the nodes ``x`` ``(N, 3)`` to the plane [m]."""
@@ -426,7 +519,16 @@ class FloorContact(eqx.Module):
         z = jnp.zeros((1, 3), x.dtype)
         tn = jnp.concatenate([te, z]) + jnp.concatenate([z, te])
         tn = tn - jnp.sum(tn * n, axis=-1, keepdims=True) * n
-        return anisotropic_coulomb_friction(u, fn, _safe_normalize(tn), self.mu, self.mu_lateral, self.nu)
+        return self.anisotropic_friction(u, fn, _safe_normalize(tn))
+
+    def anisotropic_friction(self, u, normal_force, tangent):
+        """``(N, 3)`` friction [N] of this floor's anisotropic law for in-plane slip ``u`` ``(N, 3)``
+        [m/s], normal forces ``(N,)`` [N] and unit in-plane rod directions ``tangent`` ``(N, 3)``
+        (:func:`anisotropic_coulomb_friction` with ``law``, ``mu``, ``mu_lateral``, ``mu_backward``)."""
+        return anisotropic_coulomb_friction(
+            u, normal_force, tangent, self.mu, self.mu_lateral, self.nu, law=self.law,
+            mu_backward=self.mu_backward if self.asymmetric else None,
+        )
 
 
 class RodRodContact(eqx.Module):

@@ -126,6 +126,12 @@ class DERModel(AbstractImplicitModel):
             distributed loads of eq. 18).
         section_radius: radius [m] holding the tendon channels and the chambers (default: the
             rod radius).
+        natural_curvature_fn: optional ``eqx.Module`` callable ``f(t, kappa_bar (N-2, 2)) ->
+            (N-2, 2)``: the natural curvature used at time ``t`` [s] from the stored
+            ``rod.natural_curvature`` (curvature actuation, e.g.
+            :class:`~jaxrod.models.der.waves.CurvatureWave` or :class:`~jaxrod.signals.LinearRamp`).
+            Its array leaves are traced: new wave parameters never recompile and are
+            differentiable. ``None`` (default): the stored natural curvature at all times.
 
     Raises:
         ValueError: on invalid inputs, and when ``q0`` already penetrates a floor or the rod itself
@@ -151,6 +157,7 @@ class DERModel(AbstractImplicitModel):
     clamps: tuple = ()
     tendons: tuple = ()
     chambers: tuple = ()
+    natural_curvature_fn: eqx.Module | None = None
 
     def __init__(
         self,
@@ -173,6 +180,7 @@ class DERModel(AbstractImplicitModel):
         tendons=(),
         chambers=(),
         section_radius=None,
+        natural_curvature_fn=None,
     ):
         """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
         the twist of edge ``i`` (a clamped end); negative indices count from the end. The clamp acts
@@ -237,6 +245,14 @@ class DERModel(AbstractImplicitModel):
         self.chambers = _check_der_chambers(chambers, rod, section_radius)
         if self.clamps:
             self.q0 = self._clamp_start(default_q0)
+        if natural_curvature_fn is not None and not (
+            isinstance(natural_curvature_fn, eqx.Module) and callable(natural_curvature_fn)
+        ):
+            raise ValueError(
+                "natural_curvature_fn must be a callable eqx.Module f(t, kappa_bar) -> (N-2, 2) "
+                f"(e.g. CurvatureWave or LinearRamp), got {type(natural_curvature_fn).__name__}"
+            )
+        self.natural_curvature_fn = natural_curvature_fn
 
     # ---- AbstractImplicitModel ------------------------------------------------------------
     def fixed_mask(self):
@@ -366,14 +382,22 @@ class DERModel(AbstractImplicitModel):
         inertia = jnp.concatenate([rod.edge_twist_inertia(), jnp.ones(1)])
         return jnp.concatenate([jnp.repeat(m[:, None], 3, axis=1), inertia[:, None]], axis=1)
 
-    def elastic_energy(self, q, aux: ReferenceFrames):
-        """Total elastic energy [J] of configuration ``q`` ``(N, 4)``."""
+    def natural_curvature_at(self, t):
+        """``(N-2, 2)`` natural curvature used at time ``t`` [s] (after ``natural_curvature_fn``)."""
+        kb = self.rod.natural_curvature
+        if self.natural_curvature_fn is None:
+            return kb
+        return jnp.asarray(self.natural_curvature_fn(t, kb), dtype=kb.dtype)
+
+    def elastic_energy(self, q, aux: ReferenceFrames, t=0.0):
+        """Total elastic energy [J] of configuration ``q`` ``(N, 4)`` at time ``t`` [s] (the
+        natural curvature may depend on time)."""
         rod = self.rod
         kin = kinematics(q, _frames(aux))
         v_int = rod.voronoi_lengths[1:-1]
         return (
             stretching_energy(kin, rod.rest_lengths, rod.EA)
-            + bending_energy(kin, rod.natural_curvature, v_int, rod.EI)
+            + bending_energy(kin, self.natural_curvature_at(t), v_int, rod.EI)
             + twisting_energy(kin, rod.natural_twist, v_int, rod.GJ)
         )
 
@@ -406,12 +430,12 @@ class DERModel(AbstractImplicitModel):
             e = e + (c.energy(x, h, aux.pairs) if isinstance(c, RodRodContact) else c.energy(x, h))
         return e
 
-    def potential_energy(self, q, aux):
-        """Elastic plus contact energy [J] (the part of the forces that has a potential here;
-        gravity and applied loads are in :meth:`external_forces`)."""
+    def potential_energy(self, q, aux, t=0.0):
+        """Elastic plus contact energy [J] at time ``t`` [s] (the part of the forces that has a
+        potential here; gravity and applied loads are in :meth:`external_forces`)."""
         if not self.contacts:
-            return self.elastic_energy(q, aux)
-        return self.elastic_energy(q, aux) + self.contact_energy(q, aux)
+            return self.elastic_energy(q, aux, t)
+        return self.elastic_energy(q, aux, t) + self.contact_energy(q, aux)
 
     def friction_forces(self, q, v, aux):
         """``(N, 4)`` smooth Coulomb friction forces [N] of all contacts at configuration ``q`` and
@@ -448,9 +472,9 @@ class DERModel(AbstractImplicitModel):
     def residual(self, q, v, a, t, aux):
         tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
         if not self.contacts:
-            grad_e = jax.grad(self.elastic_energy)(q, aux)
+            grad_e = jax.grad(self.elastic_energy)(q, aux, t)
             return self.mass() * a + grad_e - self.external_forces(q, v, t) - tendons
-        grad_e = jax.grad(self.potential_energy)(q, aux)
+        grad_e = jax.grad(self.potential_energy)(q, aux, t)
         return self.mass() * a + grad_e - self.external_forces(q, v, t) - self.friction_forces(q, v, aux) - tendons
 
     def with_load_factor(self, s):

@@ -114,7 +114,6 @@ from .contact import (
     CandidatePairs,
     FloorContact,
     RodRodContact,
-    anisotropic_coulomb_friction,
     candidate_pairs,
     edge_contact_energy,
     edge_contact_friction,
@@ -1281,9 +1280,7 @@ class DERNetwork(AbstractImplicitModel):
                 )
                 u = vx - jnp.sum(vx * n, axis=-1, keepdims=True) * n
                 fn = c.normal_forces(x, self.node_radius())
-                f = f + anisotropic_coulomb_friction(
-                    u, fn, tn, c.mu, c.mu_lateral, c.nu
-                )
+                f = f + c.anisotropic_friction(u, fn, tn)
         return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
 
     def newton_step_limit(self, q, v, dq, dv, aux):

@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # annotations only: model.py imports this module in CosseratM
 
 #: Default shooting solver: unknowns are dimensionless base loads (force / (EI/L^2), moment / (EI/L)).
 #: Chord steps with the Jacobian carried across time steps (measured 1.6x faster than a fresh
-#: ``jacfwd`` per iteration on the Till benchmark; under ``jax.vmap`` use ``reuse_jacobian=False``).
+#: ``jacfwd`` per iteration on the Till benchmark). Under ``jax.vmap`` the chord/Jacobian choice is
+#: taken once per batch (``NewtonSolver.batch_uniform``): a batch of 1 costs a plain call.
 DEFAULT_SOLVER = NewtonSolver(
     rtol=1e-10, atol=1e-10, max_steps=25, linear_solver=DenseJacobianSolver(), reuse_jacobian=True,
     fallback="levenberg_marquardt",

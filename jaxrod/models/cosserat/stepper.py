@@ -206,8 +206,11 @@ class ShootingStepper(AbstractStepper):
     :func:`shooting_step` per step, the base loads extrapolated linearly from the last two steps
     (an O(dt^2) initial guess instead of O(dt)).
 
+    ``extrapolation``: polynomial order of the initial guess from the last steps' unknowns (1:
+    linear through two steps, 2: quadratic through three).
+
     Carry: ``(history carrier, scaled base loads G, state grid y, factorisation,
-    have_factorisation, previous G)``. Frames: ``q`` the state grid ``(N, 19)`` ``[p, h, n, m, q, w]``,
+    have_factorisation, (previous G, G before that))``. Frames: ``q`` the state grid ``(N, 19)`` ``[p, h, n, m, q, w]``,
     ``v`` the grid ``(N, 12)`` ``[q, w, v, u]``, ``positions`` ``(N, 3)``, ``frames`` ``(N, 3, 3)``.
     """
 
@@ -215,21 +218,25 @@ class ShootingStepper(AbstractStepper):
     formula: DifferenceFormula
     solver: NewtonSolver
     rescue: NewtonSolver | None = None
+    extrapolation: int = eqx.field(static=True, default=1)
 
     def init(self, state, t0, dt):
         carrier = self.formula.init(state.grid_variables) if state.carrier is None else state.carrier
         G = state.base_loads
         fac = placeholder_factorization(self.solver, G) if self.solver.reuse_jacobian else None
-        return carrier, G, state.y, fac, jnp.asarray(False), G
+        return carrier, G, state.y, fac, jnp.asarray(False), (G, G)
 
     def _step(self, carry, t, dt, solver):
-        carrier, G, y, fac, have_fac, G_prev = carry
-        guess = 2.0 * G - G_prev
+        carrier, G, y, fac, have_fac, (G_prev, G_prev2) = carry
+        if self.extrapolation == 2:  # quadratic through the last three steps' unknowns
+            guess = 3.0 * (G - G_prev) + G_prev2
+        else:
+            guess = 2.0 * G - G_prev
         carrier, G1, y, _, res = shooting_step(self.model, self.formula, solver, carrier, guess, t + dt, dt,
                                                fac, have_fac)
         if solver.reuse_jacobian:
             fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
-        return (carrier, G1, y, fac, have_fac, G), newton_stats(res)
+        return (carrier, G1, y, fac, have_fac, (G, G_prev)), newton_stats(res)
 
     def step(self, carry, t, dt):
         return self._step(carry, t, dt, self.solver)

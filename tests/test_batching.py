@@ -1,6 +1,6 @@
 """Batches of shooting rods: ``vmap`` with the batch-uniform Newton equals single runs, a batch of
-one takes the plain call's iterations, and a batch sharded over two (forced) host devices equals
-the unsharded batch.
+one takes the plain call's iterations, and a batch sharded over two (forced) host devices (by
+``NamedSharding`` of the inputs, and by ``jax.shard_map``) equals the unsharded batch.
 
 The problem is a small version of Till's C++ example (``benchmarks/cosserat_batch.py``): a steel
 rod at rest under a tip weight that is removed at t = 0, tip masses differing per member."""
@@ -80,6 +80,14 @@ _SHARDED = textwrap.dedent(
     assert len(sharded[0].sharding.device_set) == 2, sharded[0].sharding
     assert bool(sharded[3].all())
     np.testing.assert_allclose(np.asarray(sharded[0]), np.asarray(plain[0]), rtol=0, atol=tb.TOL)
+    # shard_map: each device runs the vmap over its own members only, so the batch-uniform
+    # decisions (batch_max) and the loops' stopping tests are per device, with no collectives
+    # (check_vma=False: the Newton loop starts its counters as constants, the same on every device)
+    local = jax.jit(jax.shard_map(jax.vmap(tb.run), mesh=mesh, in_specs=P("rods"), out_specs=P("rods"),
+                                  check_vma=False))
+    per_device = local(m_s, s_s)
+    assert bool(per_device[3].all())
+    np.testing.assert_allclose(np.asarray(per_device[0]), np.asarray(plain[0]), rtol=0, atol=tb.TOL)
     print("SHARDED-OK", float(np.max(np.abs(np.asarray(sharded[0]) - np.asarray(plain[0])))))
     """
 )

@@ -207,7 +207,7 @@ class ShootingStepper(AbstractStepper):
     (an O(dt^2) initial guess instead of O(dt)).
 
     ``extrapolation``: polynomial order of the initial guess from the last steps' unknowns (1:
-    linear through two steps, 2: quadratic through three).
+    linear through two steps, 2: quadratic through three; see :func:`cosserat_stepper`).
 
     Carry: ``(history carrier, scaled base loads G, state grid y, factorisation,
     have_factorisation, (previous G, G before that))``. Frames: ``q`` the state grid ``(N, 19)`` ``[p, h, n, m, q, w]``,
@@ -290,7 +290,7 @@ class ShootingStepper(AbstractStepper):
 
 
 def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | None = None, *,
-                     fallback: bool = False) -> ShootingStepper:
+                     fallback: bool = False, extrapolation: int = 1) -> ShootingStepper:
     """The :class:`ShootingStepper` of ``model`` (``CosseratModel.stepper``): ``scheme`` a
     :class:`~jaxrod.integrate.schemes.DifferenceFormula` (default BDF2) or ``BackwardEuler()`` /
     ``BDFAlpha(alpha)``; ``solver`` default :data:`DEFAULT_SOLVER` (tolerance 1e-10 on the scaled
@@ -299,9 +299,16 @@ def cosserat_stepper(model: CosseratModel, scheme=None, solver: NewtonSolver | N
     A solver's Levenberg-Marquardt fallback is compiled into every step only with ``fallback``
     (what :func:`jaxrod.simulate` asks for under ``jit``/``grad``); otherwise the steps run plain
     Newton and :meth:`ShootingStepper.retry` repeats a failed step with the fallback, a program
-    compiled only when a step has failed. Either way a step gets the same answer."""
+    compiled only when a step has failed. Either way a step gets the same answer.
+
+    ``extrapolation``: order of the initial guess of each step (:class:`ShootingStepper`). 2
+    (quadratic) measured 6-9% less CPU than 1 (linear, the default) on the Till benchmark (150
+    Euler points, 200 steps, BDF-alpha -0.2 / BDF2: fewer fresh Jacobians, 0.53 vs 0.85 per step),
+    tips within 5e-10 m of it (the solver tolerance); with ``segments=2`` no gain."""
+    if extrapolation not in (1, 2):
+        raise ValueError(f"extrapolation must be 1 (linear) or 2 (quadratic), got {extrapolation!r}")
     solver = DEFAULT_SOLVER if solver is None else solver
     if solver.fallback is None or fallback:
-        return ShootingStepper(model, _as_formula(scheme), solver)
+        return ShootingStepper(model, _as_formula(scheme), solver, extrapolation=extrapolation)
     plain = dataclasses.replace(solver, fallback=None)  # a static field: not reachable by tree_at
-    return ShootingStepper(model, _as_formula(scheme), plain, solver)
+    return ShootingStepper(model, _as_formula(scheme), plain, solver, extrapolation=extrapolation)

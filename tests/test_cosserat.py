@@ -398,3 +398,31 @@ def test_multiple_shooting_solves_the_same_discrete_problem():
 
 
 # Till's impulse near the base (multiple shooting) against modal superposition: test_cosserat_numerics.py
+
+
+def test_quadratic_extrapolation_gives_the_same_steps_with_fewer_jacobians():
+    """``model.stepper(..., extrapolation=2)``: the initial guess of each step from the last three
+    steps' base loads (quadratic) instead of two (linear). The solved steps must agree to the
+    solver tolerance, and the better guess must need fewer fresh Jacobians."""
+    sc = get_scene("till-benchmark", n_points=30, integrator="euler")
+    scheme = DifferenceFormula.bdf_alpha(-0.2)
+    st, _ = jaxrod.solve_static(sc.model)
+    dt, n = 0.005, 40
+
+    def run(order):
+        stepper = sc.model.stepper(scheme, extrapolation=order)
+        carry = stepper.init(stepper.start_state(st, 0.0), 0.0, dt)
+
+        def body(c, k):
+            c, stats = stepper.step(c, k * dt, dt)
+            return c, (stepper.observe(c)["positions"][-1], stats[0], stats[2])
+
+        return jax.lax.scan(body, carry, jnp.arange(n))[1]
+
+    (tip1, conv1, jac1), (tip2, conv2, jac2) = jax.jit(lambda: (run(1), run(2)))()
+    assert bool(conv1.all()) and bool(conv2.all())
+    np.testing.assert_allclose(tip2, tip1, rtol=0, atol=1e-8)
+    assert float(jnp.ptp(tip1[:, 0])) > 1e-3  # it swings: the guesses matter
+    assert int(jac2.sum()) < int(jac1.sum()), (int(jac2.sum()), int(jac1.sum()))
+    with pytest.raises(ValueError, match="extrapolation must be 1"):
+        sc.model.stepper(scheme, extrapolation=3)

@@ -71,3 +71,52 @@ def test_a_forward_solve_traces_the_residual_three_times():
     # once to hoist what it closes over, once in the line search, once for the Jacobian; with
     # jax.lax.custom_root a fourth time, for the tangent system nobody differentiates
     assert len(calls) == 3, len(calls)
+
+
+def _count(jaxpr, name):
+    """Occurrences of primitive ``name`` in a closed jaxpr, nested bodies included."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += eqn.primitive.name == name
+        for sub in jax.core.jaxprs_in_params(eqn.params):
+            n += _count(sub, name)
+    return n
+
+
+def test_batch_max_is_one_unbatched_value_under_nested_vmap():
+    from jaxrod.solvers.newton import batch_max
+
+    x = jnp.asarray([[0, 2, 1], [1, 0, 0]])
+    assert int(batch_max(jnp.asarray(3))) == 3  # no vmap: the value itself
+    out = jax.vmap(lambda r: batch_max(r) + 0 * r)(x[0])  # broadcast back to show the value per member
+    np.testing.assert_array_equal(out, [2, 2, 2])
+    out = jax.jit(jax.vmap(jax.vmap(lambda v: batch_max(v) + 0 * v)))(x)
+    np.testing.assert_array_equal(out, [[2, 2, 2], [2, 2, 2]])
+    assert bool(jax.vmap(lambda b: batch_max(b) | b)(jnp.asarray([False, True])).all())
+
+
+def test_batch_uniform_newton_keeps_its_branches_under_vmap_and_agrees_with_single_solves():
+    chord = NewtonSolver(rtol=0.0, atol=1e-13, max_steps=60, reuse_jacobian=True)
+    old = NewtonSolver(rtol=0.0, atol=1e-13, max_steps=60, reuse_jacobian=True, batch_uniform=False)
+
+    def solve(k, solver):
+        return newton_solve(lambda x, kk: x**3 - kk * S, jnp.ones(N), k, solver)
+
+    ks = jnp.stack([K, 2 * K, K + 0.1])
+    # the chord / fresh-Jacobian / stop switch and the loop stay branches (cond) under vmap with
+    # batch_uniform; without it vmap turns them into selects that evaluate every branch
+    new_jaxpr = jax.make_jaxpr(jax.vmap(lambda k: solve(k, chord).value))(ks).jaxpr
+    old_jaxpr = jax.make_jaxpr(jax.vmap(lambda k: solve(k, old).value))(ks).jaxpr
+    assert _count(new_jaxpr, "cond") >= 1
+    assert _count(old_jaxpr, "cond") == 0
+    batched = jax.jit(jax.vmap(lambda k: solve(k, chord)))(ks)
+    assert bool(batched.converged.all())
+    for i in range(ks.shape[0]):
+        single = jax.jit(lambda k: solve(k, chord))(ks[i])
+        np.testing.assert_allclose(batched.value[i], single.value, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(batched.value[i], np.cbrt(np.asarray(ks[i]) * S), rtol=1e-12)
+    # a lone member through vmap takes the very same iterations as a plain call
+    one = jax.jit(jax.vmap(lambda k: solve(k, chord)))(ks[:1])
+    single = jax.jit(lambda k: solve(k, chord))(ks[0])
+    assert int(one.iterations[0]) == int(single.iterations) and int(one.jacobians[0]) == int(single.jacobians)
+    np.testing.assert_array_equal(one.value[0], single.value)

@@ -50,9 +50,10 @@ class NewtonSolver(eqx.Module):
             Jacobians whenever a user passed ``NewtonSolver(rtol=...)``: 40x slower on the spider.)
         max_backtracks: maximum number of step halvings in the line search.
         reuse_jacobian: take chord steps with an old factorisation while they contract.
-            Under ``jax.vmap`` the choice "chord step or fresh Jacobian" becomes a ``select`` that
-            evaluates both branches, so batched runs are faster with ``reuse_jacobian=False``
-            (measured: 8 ms vs 4 ms per rod-step, 51-node cantilever, CPU).
+            Under ``jax.vmap`` the choice "chord step or fresh Jacobian" is taken once for the
+            batch (``batch_uniform``); without that it becomes a ``select`` that evaluates both
+            branches (measured then: 8 ms vs 4 ms per rod-step with ``reuse_jacobian=False``,
+            51-node cantilever, CPU).
         max_contraction: a chord step must shrink the correction at least by this factor,
             otherwise a new Jacobian is built.
         chord_budget: ... and the chord iteration must be predicted to converge within this
@@ -70,6 +71,15 @@ class NewtonSolver(eqx.Module):
             small systems such as shooting problems; at most max(4 max_steps, 200) iterations)
             and polish its result with Newton. The
             counts in the result then include the failed attempt.
+        batch_uniform: under ``jax.vmap``, take each decision of the iteration once for the whole
+            batch (:func:`batch_max`): the next update is a fresh Jacobian for every member when any
+            member needs one, else a chord step when any member still iterates; the fallback runs
+            (for the failed members only) when any member failed. ``lax.switch``/``lax.cond`` then
+            stay branches under ``vmap`` instead of becoming a ``select`` that evaluates every
+            branch (every chord step paid for a Jacobian, every step for the fallback). A member
+            may so take a fresh Jacobian where alone it would have taken a chord step: batched
+            results agree with single runs to the solver tolerance, not bit for bit. Without
+            ``vmap`` it changes nothing.
     """
 
     rtol: float = 1e-9
@@ -83,6 +93,7 @@ class NewtonSolver(eqx.Module):
     chord_restart: int = eqx.field(static=True, default=15)
     free_steps: int = eqx.field(static=True, default=0)
     fallback: str | None = eqx.field(static=True, default=None)
+    batch_uniform: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
         if self.fallback not in (None, "levenberg_marquardt"):
@@ -120,6 +131,21 @@ class NewtonResult(eqx.Module):
     residual_norm: jax.Array
     error_estimate: jax.Array
     factorization: object = None
+
+
+@jax.custom_batching.custom_vmap
+def batch_max(x):
+    """``x`` itself; under ``jax.vmap`` its maximum over the batch, unbatched (one value for every
+    member). For booleans: "any member". Used to make a decision once per batch, so that the
+    ``lax.switch``/``lax.cond`` it drives is not turned into a ``select`` of all branches."""
+    return x
+
+
+@batch_max.def_vmap
+def _batch_max_rule(axis_size, in_batched, x):
+    del axis_size
+    # batch_max again on the reduced value: under nested vmaps the outer levels reduce it too
+    return (batch_max(jnp.max(x, axis=0)) if in_batched[0] else x), False
 
 
 def _scaled_rms(err, x, solver):
@@ -226,7 +252,16 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
             return jnp.zeros_like(dx), fac, jnp.asarray(0)
 
         branch = jnp.where(done, 0, jnp.where(chord, 1, 2))
-        dx1, fac1, nj = jax.lax.switch(branch, (stop, reuse, fresh), None)
+        if solver.batch_uniform:
+            # one branch for the whole batch (vmap): a fresh Jacobian if any member needs one; a
+            # member that stopped keeps its factorisation (its loop ends here either way)
+            dx1, fac1, nj = jax.lax.switch(batch_max(branch), (stop, reuse, fresh), None)
+            stopped = branch == 0
+            dx1 = jnp.where(stopped, jnp.zeros_like(dx1), dx1)
+            fac1 = jax.tree_util.tree_map(lambda old, new: jnp.where(stopped, old, new), fac, fac1)
+            nj = jnp.where(stopped, 0, nj)
+        else:
+            dx1, fac1, nj = jax.lax.switch(branch, (stop, reuse, fresh), None)
         return dict(
             x=x1, dx=dx1, r=r1, fac=fac1, have_fac=have_fac | (nj > 0), it=state["it"] + 1,
             jac=state["jac"] + nj, done=done, converged=converged, err=scaled, r_first=r_first,
@@ -340,7 +375,14 @@ def newton_solve(
             def keep(_):
                 return x, (conv, it, jac, rnorm, err, fac)
 
-            x, (conv, it, jac, rnorm, err, fac) = jax.lax.cond(conv, keep, rescue, None)
+            if solver.batch_uniform:  # rescue only if a member failed, and only the failed ones
+
+                def rescue_failed(_):
+                    return jax.tree_util.tree_map(lambda a, b: jnp.where(conv, a, b), keep(None), rescue(None))
+
+                x, (conv, it, jac, rnorm, err, fac) = jax.lax.cond(batch_max(~conv), rescue_failed, keep, None)
+            else:
+                x, (conv, it, jac, rnorm, err, fac) = jax.lax.cond(conv, keep, rescue, None)
         # a custom_jvp needs float0 tangents for integer aux outputs: pass
         # floats, including integer leaves of the factorisation (LU pivots), cast back below
         dt = x.dtype

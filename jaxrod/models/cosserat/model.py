@@ -767,16 +767,17 @@ class CosseratModel(eqx.Module):
         ds = jnp.diff(jnp.asarray(self.grid()))
         return _actuation.chamber_volumes(self.chambers, w[:, 6:12], w_stages[..., 6:12], ds)
 
-    def stepper(self, scheme=None, solver=None, *, fallback=False):
+    def stepper(self, scheme=None, solver=None, *, fallback=False, extrapolation=1):
         """The :class:`~jaxrod.models.cosserat.stepper.ShootingStepper` that :func:`jaxrod.simulate`
         runs: ``scheme`` a :class:`~jaxrod.integrate.schemes.DifferenceFormula` (default BDF2),
         ``solver`` the shooting Newton solver (default
         :data:`~jaxrod.models.cosserat.stepper.DEFAULT_SOLVER`). ``fallback``: compile the
         solver's Levenberg-Marquardt fallback into every step (otherwise it runs only as a retry
-        of a failed step; see :func:`~jaxrod.models.cosserat.stepper.cosserat_stepper`)."""
+        of a failed step; see :func:`~jaxrod.models.cosserat.stepper.cosserat_stepper`).
+        ``extrapolation``: 1 (linear, default) or 2 (quadratic) initial guess of each step."""
         from .stepper import cosserat_stepper
 
-        return cosserat_stepper(self, scheme, solver, fallback=fallback)
+        return cosserat_stepper(self, scheme, solver, fallback=fallback, extrapolation=extrapolation)
 
     def frames(self, y):
         """``(N, 3, 3)`` material frames at the grid nodes, rows ``(d1, d2, d3)`` (``d3``: axis)."""

@@ -31,6 +31,7 @@ Usage:  python benchmarks/chain_joint.py [--sizes 10,30,100] [--rounds 3] [--no-
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAXROD_CACHE_DIR", "off")

@@ -33,6 +33,7 @@ CPU seconds of the compiled batched call (each rod simulates 1 s).
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAXROD_CACHE_DIR", "off")

@@ -33,6 +33,7 @@ shared (2 cores), so the minimum is printed too.
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # compile columns measure compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one

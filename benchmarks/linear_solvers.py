@@ -19,6 +19,7 @@ of 2 ms, which would fake the dense/banded crossover. The 10 x 10 block LUs are 
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # compile columns measure compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one

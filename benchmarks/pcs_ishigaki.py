@@ -63,6 +63,8 @@ puts its own checkout first on ``sys.path`` (an editable install may point at an
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
+
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -29,6 +29,7 @@ Robots (paper figures, spec seed000 section 7 and seed004 section 9):
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # the compile columns measure compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one

@@ -22,8 +22,10 @@ tilt [deg] and the plate's x [m] when the tilt first exceeds 2 deg (the stabilit
 
 from __future__ import annotations
 
-import argparse
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
+
+import argparse
 import time
 
 import numpy as np

@@ -17,6 +17,7 @@ i.e. a ratio >= 0.05 at 20 frames/s, and its EBA n_d = 5 no-load dynamic error 3
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAXROD_CACHE_DIR", "off")  # compile columns measure compilation

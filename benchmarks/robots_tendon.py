@@ -21,8 +21,10 @@ both. CPU seconds are the process's (all threads); load average is the 1-minute 
 
 from __future__ import annotations
 
-import argparse
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
+
+import argparse
 
 import numpy as np
 

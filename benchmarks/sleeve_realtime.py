@@ -15,6 +15,7 @@ CPU per step or frame (spec 12 item 9), and the load average (the host may be sh
 from __future__ import annotations
 
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # the compile column measures compilation: no persistent cache unless JAXROD_CACHE_DIR asks for one

@@ -16,9 +16,11 @@ when it was loaded; the sidewinding run alone 2 min at load 5.7.
 
 from __future__ import annotations
 
+import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
+
 import argparse
 import json
-import os
 import time
 
 import numpy as np

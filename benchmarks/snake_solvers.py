@@ -23,8 +23,10 @@ Writes ``results/snake_solvers.json``.
 
 from __future__ import annotations
 
-import argparse
 import os
+os.environ.setdefault("JAXROD_XLA_FLAGS", "")  # run speed with XLA's default flags, not jaxrod's faster-compile ones (docs/speed.md)
+
+import argparse
 import time
 
 import numpy as np

@@ -19,7 +19,8 @@ notebooks, scripts); models, scenes and model files never draw.
 
 from .bodies import animate_bodies, plot_bodies
 from .contact import animate_contact_trajectory, plot_contact_trajectory
-from .robots import plot_plate_trajectory, plot_tendon_robot, tendon_paths
+from .robots import plot_plate_trajectory, plot_tendon_robot
+from .tendons import tendon_paths
 from .rods import animate_trajectory, displacement_scale, node_chains, plot_modes, plot_static, plot_trajectory
 
 __all__ = [

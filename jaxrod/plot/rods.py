@@ -587,11 +587,11 @@ def plot_trajectory(traj, path=None, title=None, *, exaggeration="auto", dpi=110
 
 
 def _tendon_draw(traj, model, factor):
-    """The tendon paths of ``model`` over ``traj`` (:func:`~jaxrod.plot.robots.tendon_paths`),
+    """The tendon paths of ``model`` over ``traj`` (:func:`~jaxrod.plot.tendons.tendon_paths`),
     with their displacement from the initial path multiplied by ``factor``."""
     if not getattr(model, "tendons", ()):
         return []
-    from .robots import tendon_paths
+    from .tendons import tendon_paths
 
     return [tp if factor == 1 else tp[:1] + factor * (tp - tp[:1]) for tp in tendon_paths(traj, model)]
 

@@ -233,7 +233,7 @@ def _read_simulation(root, rod_settings, kind):
     return out
 
 
-def _read_analysis(root, kind_hint):
+def _read_analysis(root):
     """``[analysis]``: ``modal = true`` (print the lowest ``n_modes`` natural frequencies about the
     static equilibrium before a run, as ``jaxrod modal FILE`` does)."""
     t = root.table("analysis", None)
@@ -430,7 +430,7 @@ def load_model(path) -> LoadedModel:
     if forces and rods:
         raise root.error("forces", "force elements ([forces]) act between rigid bodies of a file without rods; "
                                    "in a file with rods, use joint springs/dampers/inputs ([joints]) or [[loads]]")
-    analysis = _read_analysis(root, kind_hint=bool(bodies) and not rods)
+    analysis = _read_analysis(root)
     if bodies and rods and not attachments:
         raise root.error("rods", "a file with both rigid bodies and rods couples them by [[attachments]] "
                                  "(type = \"clamp\" or \"pin\", rod, body, edge or node); none given")

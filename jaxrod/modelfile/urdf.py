@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import warnings
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 
@@ -248,15 +247,3 @@ def _link(rd, name, el, pos, rot):
                             [c["ixz"], c["iyz"], c["izz"]]])
     r_world = rot @ r_inertial
     return RobotLink(name, mass, pos + rot @ xyz, r_world @ inertia @ r_world.T, where)
-
-
-def load_tree(path, **options):
-    """A :class:`~.robot_tree.RobotTree` from a ``.urdf`` or MJCF ``.xml`` file, by its suffix."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".urdf":
-        return read_urdf(path, **options)
-    if suffix in (".xml", ".mjcf"):
-        from .mjcf import read_mjcf
-
-        return read_mjcf(path, **options)
-    raise ModelFileError(path, "", f"unknown robot file type {suffix!r}: expected .urdf or an MJCF .xml")

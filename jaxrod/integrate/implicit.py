@@ -90,6 +90,12 @@ class AbstractImplicitModel(eqx.Module):
         zeros = jax.numpy.zeros_like(q)
         return self.residual(q, zeros, zeros, t, aux)
 
+    def static_start(self, q, t, aux):
+        """The initial guess of :func:`jaxrod.solve_static` from ``q`` (fixed DOFs already set).
+        Default: ``q`` itself. Multibody systems replace their multipliers by the least-squares
+        balance of the loads (:meth:`jaxrod.system.MultibodySystem.static_start`)."""
+        return q
+
     def acceleration_residual(self, q, v, a, t, aux):
         """Residual whose root in ``a`` is the consistent acceleration at ``(q, v, t)`` (schemes
         with ``needs_acceleration``). Default: ``residual(q, v, a, t, aux)``. Constrained models
@@ -440,10 +446,7 @@ def _update_aux_jit(model, q, aux):
 
 
 def _static_start(model, state, t):
-    q = jnp.where(model.fixed_mask(), model.prescribed(t), state.q)
-    if hasattr(model, "static_start"):  # a model-specific start (multibody systems: the multipliers)
-        q = model.static_start(q, t, state.aux)
-    return q
+    return model.static_start(jnp.where(model.fixed_mask(), model.prescribed(t), state.q), t, state.aux)
 
 
 def _static_increment(model, state, t, solver, q, s, scaled):

@@ -2,7 +2,9 @@
 resting snake carries its weight, and lateral undulation with orthotropic friction (0.1 along /
 0.5 across) moves it forward (toward its head, +x) while isotropic friction does not (it drifts
 slowly backward), the paper's central claim (section VIII-B). One compiled program (11 links,
-22 spheres, 10 cardan joints) serves both tests: friction, gait and posture are array leaves."""
+22 spheres, 10 cardan joints, linear-implicit PD at dt = 1 ms) serves the 11-link tests: friction,
+gait, posture and dt are array leaves. The paper's explicit PD is unstable at 1 ms (the PD tests at
+the end), so the tests take the linear-implicit controller (``implicit_pd=True``)."""
 
 import equinox as eqx
 import jax
@@ -21,7 +23,7 @@ G = 9.81
 def test_resting_snake_carries_its_weight_without_drift():
     """Straight, gait amplitude 0: every step the normal impulses sum to the weight times dt
     (7.5 kg x 9.81 m/s^2 x 1 ms = 73.6 mN s), nothing moves."""
-    cs = snake_model(11, gait=SerpenoidGait(amplitude_h=0.0), posture="straight")
+    cs = snake_model(11, gait=SerpenoidGait(amplitude_h=0.0), posture="straight", implicit_pd=True)
     tr = jaxrod.simulate(cs, dt=DT, n_steps=60)
     total = np.asarray(tr.impulses[2:, :, 0]).sum(1)
     np.testing.assert_allclose(total, AIKO["total_mass"] * G * DT, rtol=1e-6)
@@ -31,10 +33,11 @@ def test_resting_snake_carries_its_weight_without_drift():
 
 def test_orthotropic_friction_drives_lateral_undulation_forward_isotropic_does_not():
     """0.5 s of the paper's LU gait (A_h = 30 deg, 80 deg/s, -50 deg) from the curved start.
-    Measured (dt = 1 ms): centre of mass +4.6 cm (orthotropic 0.1/0.5), -0.3 cm (isotropic 0.2)."""
+    Measured (dt = 1 ms, linear-implicit PD): centre of mass +4.63 cm (orthotropic 0.1/0.5), -0.46 cm
+    (isotropic 0.2) (explicit PD, which is marginal at 1 ms on this start: +4.63 and -0.31 cm)."""
     moved = {}
     for mu in ((0.1, 0.5), (0.2, 0.2)):
-        cs = snake_model(11, mu_along=mu[0], mu_across=mu[1])
+        cs = snake_model(11, mu_along=mu[0], mu_across=mu[1], implicit_pd=True)
         tr = jaxrod.simulate(cs, dt=DT, n_steps=500, save_every=50)
         com = np.asarray(tr.positions).mean(1)
         moved[mu] = com[-1] - com[0]
@@ -122,7 +125,7 @@ def test_chain_projection_restores_the_joints_keeping_link_one_and_the_link_axes
     R0, R1 = (np.asarray(quat_to_rotation(a[:, 3:])) for a in (bad, fixed))
     np.testing.assert_allclose(R1[:, :, 0], R0[:, :, 0], atol=1e-15)
     np.testing.assert_allclose(R1[0], R0[0], atol=1e-15)
-    small = snake_model(3, projection="chain")
+    small = snake_model(3, projection="chain", implicit_pd=True)
     tr = jaxrod.simulate(small, dt=DT, n_steps=50)
     assert np.max(np.abs(np.asarray(small.joint_violation(tr.q)))) < 1e-14
 
@@ -163,18 +166,20 @@ def test_serpenoid_gait_refuses_non_finite_parameters_naming_them():
 
 def test_sidewinding_lifts_most_of_the_body_and_moves_sideways():
     """The paper's sidewinding (section VIII-E: A_h = 30, A_v = 10, delta = 90 deg, soft start,
-    mu = 0.2) from the straight posture along y, its first 0.75 s at dt = 0.5 ms (the compiled
-    program of the tests above, 3 chunks of 500 steps): all 22 spheres touch at the start; once the
+    mu = 0.2) from the straight posture along y, its first 0.75 s at dt = 1 ms with the linear-implicit
+    PD (the compiled program of the tests above, 3 chunks of 250 steps; the explicit PD blows up at
+    1 ms here, with every contact solve converged): all 22 spheres touch at the start; once the
     vertical wave is on, most of the body is lifted (the paper: "most of the body was lifted"), and
     the centre of mass moves sideways, along -x (perpendicular to the body), not along the body.
-    Measured: 1-3 of 22 spheres in contact from 0.1 s on; centre of mass -1.7 cm in x, -0.03 cm in
-    y at 0.75 s (the 15 s run in benchmarks/snake_paper.py: about 1.2 m along -x)."""
+    Measured: at most 4 of 22 spheres in contact from 0.25 s on; centre of mass -1.24 cm in x, -0.23
+    cm in y at 0.75 s (explicit PD at 0.5 ms: -1.61 and -0.10 cm; the 15 s run in
+    benchmarks/snake_paper.py: about 1.4 m along -x)."""
     from jaxrod.scenes.snake import snake_sidewinding
 
-    cs = snake_sidewinding().model
+    cs = snake_sidewinding(implicit_pd=True).model
     state, t0, chunks = None, 0.0, []
     for _ in range(3):
-        tr = jaxrod.simulate(cs, dt=DT / 2, n_steps=500, save_every=50, state0=state, t0=t0)
+        tr = jaxrod.simulate(cs, dt=DT, n_steps=250, save_every=50, state0=state, t0=t0)
         chunks.append(tr)
         state, t0 = tr.final, float(tr.times[-1])
     assert np.all(np.asarray(chunks[0].gaps[0]) <= 0.0)  # the straight start lies on all spheres
@@ -196,10 +201,12 @@ def test_travelled_distance_derivative_wrt_gait_amplitude_matches_finite_differe
     slides, a continuum of solutions with different velocities (the iteration's start picks one),
     where no derivative exists (measured: the rigid runs' gradients and differences disagreed by 0.7 %
     with 2 links and 89 % with 4);
-    the compliance makes the solution unique. Measured: -0.046615 m/rad both, to 3e-6."""
+    the compliance makes the solution unique. Compliance 1e-2 (not 1e-3): the indeterminate directions
+    converge at a rate ~ 1 - c per sweep, so 1e-3 took ~6900 sweeps a step (15 s CPU a run), 1e-2
+    ~800. Linear-implicit PD (1 ms is above the explicit loop's limit). Measured: see the assert."""
     from jaxrod.integrate.moreau import MoreauOptions
 
-    cs = snake_model(4, options=MoreauOptions(rtol=1e-12, max_iterations=100000, compliance=1e-3))
+    cs = snake_model(4, options=MoreauOptions(rtol=1e-12, max_iterations=100000, compliance=1e-2), implicit_pd=True)
 
     @jax.jit
     def dx(a):
@@ -213,3 +220,75 @@ def test_travelled_distance_derivative_wrt_gait_amplitude_matches_finite_differe
     fd = float((dx(a + h) - dx(a - h)) / (2 * h))
     assert abs(fd) > 0.01
     assert abs(float(d) - fd) < 2e-5 * abs(fd), (float(d), fd)
+
+
+def _floating_pair(implicit, reference):
+    """Two Aiko links on one cardan joint, straight, in zero gravity with the ground 10 m below
+    (no contact), the pitch reference a step to ``reference`` [rad] from 0 (gait amplitude 0,
+    ``offset_v``)."""
+    cs = snake_model(2, gait=SerpenoidGait(amplitude_h=0.0, offset_v=reference), posture="straight",
+                     implicit_pd=implicit)
+    return eqx.tree_at(lambda c: (c.system.gravity, c.plane_point), cs,
+                       (jnp.zeros(3), jnp.array([[0.0, 0.0, -10.0]])))
+
+
+def _pitch(tr):
+    q, u = np.asarray(tr.q), np.asarray(tr.v)
+    out = [cardan_angles(quat_to_rotation(qk[:, 3:]), uk[:, 3:]) for qk, uk in zip(q, u)]
+    return np.array([[float(o[1][0]), float(o[3][0])] for o in out])  # (alpha_v, omega_v)
+
+
+def test_pd_step_response_in_zero_gravity_follows_the_closed_form_amplification():
+    """PD step response of the pitch loop (kp_v = 800 N m/rad, kd_v = 0.2 N m s/rad) of two free
+    links: at linear order the relative pitch obeys (Theta_1 / 2) alpha'' = -kp (alpha - ref) - kd
+    alpha' (each link turns by alpha / 2 about its transverse axis, Theta_1 = 9.63e-4 kg m^2), and one
+    Moreau step is the 2 x 2 map of pd_step_matrix. omega_n = 1289 rad/s: the explicit loop's limit is
+    1.32 ms (pd_stable_dt). At dt = 2 ms the linear-implicit loop converges (spectral radius 0.44) and
+    the run equals its closed form to 1e-6 of the step; the explicit loop grows by 5.45 a step, as
+    its closed form says, and simulate warns naming dt and kp_v."""
+    from jaxrod.integrate.moreau import StabilityWarning, pd_stable_dt, pd_step_matrix
+
+    m_eff = AIKO["inertia_transverse"] / 2
+    assert abs(pd_stable_dt(m_eff, 800.0, 0.2) - 1.3216e-3) < 1e-7
+    dt = 2e-3
+    for implicit, ref, n, radius in ((True, 1e-3, 20, 0.4405), (False, 1e-9, 6, 5.4456)):
+        T = pd_step_matrix(dt, m_eff, 800.0, 0.2, implicit)
+        assert abs(np.max(np.abs(np.linalg.eigvals(T))) - radius) < 1e-4
+        z, want = np.array([-ref, 0.0]), []
+        for _ in range(n + 1):
+            want.append(z)
+            z = T @ z
+        want = np.array(want)
+        cs = _floating_pair(implicit, ref)
+        if implicit:
+            tr = jaxrod.simulate(cs, dt=dt, n_steps=n)
+        else:
+            with pytest.warns(StabilityWarning, match=r"dt = 0.002 s is above .*kp_v = 800 N m/rad"):
+                tr = jaxrod.simulate(cs, dt=dt, n_steps=n)
+        got = _pitch(tr)
+        err = got[:, 0] - ref
+        np.testing.assert_allclose(err, want[:, 0], atol=1e-6 * np.max(np.abs(want[:, 0])))
+        np.testing.assert_allclose(got[:, 1], want[:, 1], atol=1e-6 * np.max(np.abs(want[:, 1])))
+        if implicit:
+            assert abs(err[-1]) < 1e-6 * ref  # converged to the reference
+        else:
+            assert abs(err[-1]) > 1e3 * ref  # diverging
+
+
+def test_pd_stability_check_is_silent_where_the_explicit_loop_is_stable_and_for_implicit_pd():
+    """No StabilityWarning at the scenes' 0.5 ms (the estimate on the snake: half the axial inertia
+    2.35e-4 kg m^2, kd 0.2: 0.556 ms) nor for the linear-implicit PD at 5 ms; a warning at 1 ms
+    explicit (where sidewinding blows up)."""
+    import warnings
+
+    from jaxrod.integrate.moreau import StabilityWarning
+
+    cs = snake_model(11)
+    limit, loop = cs.controller.stable_dt(cs.system)
+    assert loop == "v" and 5.5e-4 < limit < 5.6e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StabilityWarning)
+        cs.check_dt(5e-4)
+        snake_model(11, implicit_pd=True).check_dt(5e-3)
+    with pytest.warns(StabilityWarning, match="dt = 0.001 s .* CardanPD\\(implicit=True\\)"):
+        cs.check_dt(1e-3)

@@ -104,6 +104,11 @@ class AbstractStepper(eqx.Module):
     #: ConvergenceError of a failed step (:func:`jaxrod.integrate.results._failure_report`)
     failure = NEWTON_FAILURE
 
+    def check_dt(self, dt) -> None:
+        """Warn or raise when the step ``dt`` [s] (a concrete number) is beyond what the stepper
+        can take (default: nothing; :func:`jaxrod.simulate` calls it before a run)."""
+        return None
+
     def describe(self) -> str:
         """A few words naming the model and the scheme (progress lines)."""
         return type(self).__name__

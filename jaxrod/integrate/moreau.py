@@ -99,6 +99,17 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
   needs ``dt`` below about ``2 / omega_n`` (the snake's pitch loop, 800 N m/rad on about
   1e-3 kg m^2: ~1.5 ms, on a turned link's axial inertia 2.35e-4 kg m^2: ~1.1 ms; some of its
   gaits blow up at 1 ms, see :func:`jaxrod.scenes.snake.snake_undulation`);
+* linear-implicit forces (:meth:`AbstractMoreauModel.implicit_forces`; the snake's
+  ``CardanPD(implicit=True)``): forces a model marks stiff are not taken at ``(q_F, u_A)`` but
+  linearised at the END of the step, ``f(q_E, u_E) ~ f0 + K_u (u_E - u_A) + K_q (q_E - q_F)`` with
+  ``f0 = f(q_F, u_A, t_F)``, ``K_u = df/du``, ``K_q = df/dq`` (per unit velocity-shaped
+  displacement, :meth:`AbstractMoreauModel.displace`, both by forward differentiation) and ``q_E -
+  q_F = dt/2 u_E`` (midpoint; ``'start'``: ``dt/2 (u_A + u_E)``). The velocity update then has the
+  mass matrix ``M - dt (K_u + dt/2 K_q)`` (factored by LU once per step; the joint Schur
+  complement by LU too, as it is no longer symmetric). On a linear PD loop ``m x'' = -k x - c x'``
+  one step is ``v_E = (v_A - dt k x_M / m) / (1 + dt c / m + dt^2 k / (2 m))``: stable for every
+  ``dt`` (the explicit loop needs ``dt`` below about ``2 / omega_n``, less with damping), first
+  order in the PD forces like the scheme itself;
 * ``normalize_midpoint`` [False]: the paper normalises only ``q_E``;
 * ``compliance`` [0]: constraint-force mixing ``gamma_k += c D_kk P_k`` (rigid contact at 0),
   for problems whose rigid solution is not unique (:class:`MoreauOptions`).
@@ -230,6 +241,50 @@ class MoreauOptions(eqx.Module):
             lo = 0 if name == "projection_iterations" else 1
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{o}.{name} must be an integer >= {lo}, got {v!r}")
+
+
+class StabilityWarning(UserWarning):
+    """A step ``dt`` beyond the stability limit of a model's explicit forces (e.g. a stiff PD
+    loop, :meth:`jaxrod.scenes.snake.CardanPD.check_dt`): the run may blow up with every contact
+    solve converged."""
+
+
+def pd_step_matrix(dt, mass, stiffness, damping, implicit=False):
+    """``(2, 2)`` amplification matrix of one Moreau midpoint step of the linear loop ``mass x'' =
+    -stiffness x - damping x'`` on ``(x, v)`` (numpy, float64): explicit (the force at ``(x_M,
+    v_A)``) or linear-implicit (at ``(x_M + dt/2 v_E, v_E)``, module docstring).
+
+    Args: ``dt`` [s], ``mass`` [kg or kg m^2], ``stiffness`` [N/m or N m/rad], ``damping`` [N s/m or
+    N m s/rad], all > 0 numbers. Returns ``T`` with ``(x_E, v_E) = T (x_A, v_A)``.
+    """
+    import numpy as np
+
+    a, b = dt * stiffness / mass, dt * damping / mass
+    if implicit:  # v_E (1 + b + dt a / 2) = v_A - a x_M, x_M = x_A + dt/2 v_A
+        den = 1.0 + b + 0.5 * dt * a
+        vx, vv = -a / den, (1.0 - 0.5 * dt * a) / den
+    else:  # v_E = v_A - a x_M - b v_A
+        vx, vv = -a, 1.0 - b - 0.5 * dt * a
+    # x_E = x_M + dt/2 v_E
+    return np.array([[1.0 + 0.5 * dt * vx, 0.5 * dt + 0.5 * dt * vv], [vx, vv]])
+
+
+def pd_stable_dt(mass, stiffness, damping):
+    """Largest ``dt`` [s] at which the EXPLICIT Moreau step of ``mass x'' = -stiffness x - damping
+    x'`` has spectral radius <= 1 (:func:`pd_step_matrix`; bisection, relative 1e-9); ``2 /
+    omega_n`` without damping, less with it."""
+    import numpy as np
+
+    def ok(dt):
+        return np.max(np.abs(np.linalg.eigvals(pd_step_matrix(dt, mass, stiffness, damping)))) <= 1.0 + 1e-12
+
+    lo, hi = 0.0, 2.0 / np.sqrt(stiffness / mass)
+    while ok(hi):  # (damping never raises the limit above 2 / omega_n here, but be safe)
+        lo, hi = hi, 2.0 * hi
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 # ---- prox operators -------------------------------------------------------------------------------
@@ -552,6 +607,18 @@ class AbstractMoreauModel(eqx.Module):
     def observe_state(self, q, u):
         """Frame entries of a state: at least ``positions``."""
 
+    def implicit_forces(self, q, u, t):
+        """``None`` (default) or the ``(n_dof,)`` generalised forces the stepper treats
+        linear-implicitly (stiff controllers, e.g. :class:`~jaxrod.scenes.snake.CardanPD` with
+        ``implicit=True``), NOT included in :meth:`smooth_forces`. They are linearised in the end
+        velocity and the end position of the step (module docstring, "Linear-implicit forces")."""
+        return None
+
+    def check_dt(self, dt):
+        """Warn (or raise) when ``dt`` [s] is beyond what the model's explicit forces can take
+        (default: nothing). Called by :func:`jaxrod.simulate` with a concrete ``dt``."""
+        return None
+
 
 class ContactTrajectory(Trajectory):
     """:class:`~jaxrod.integrate.Trajectory` of a Moreau run. Extra fields, per saved frame (the
@@ -589,6 +656,9 @@ class MoreauStepper(AbstractStepper):
         o = self.model.options
         return f"{type(self.model).__name__}, Moreau midpoint, {o.method}"
 
+    def check_dt(self, dt):
+        return self.model.check_dt(dt)
+
     def step(self, carry, t, dt):
         m, o = self.model, self.model.options
         qA, uA, store = carry[:3]
@@ -603,19 +673,54 @@ class MoreauStepper(AbstractStepper):
         active = gaps <= o.active_margin
         W = W * active[None, :, None]
         Wf = W.reshape(nd, nc * N_COMPONENTS)
-        h = jnp.ravel(m.smooth_forces(qM, uA, tM) if o.forces_at == "midpoint" else m.smooth_forces(qA, uA, t))
+        qF, tF = (qM, tM) if o.forces_at == "midpoint" else (qA, t)
+        h = jnp.ravel(m.smooth_forces(qF, uA, tF))
+        f_imp = m.implicit_forces(qF, uA, tF)
+        if f_imp is None:
+            def minv(X):
+                return m.inverse_mass(qM, X)
+        else:
+            # linear-implicit forces f(q_E, u_E) ~ f0 + K_u (u_E - u_A) + K_q (q_E - q_F), with
+            # q_E - q_F = c_A u_A + c_E u_E (midpoint: q_E = q_M + dt/2 u_E): the mass matrix
+            # becomes M - dt (K_u + c_E K_q) and the force f0 + (c_A + c_E) K_q u_A
+            c_A, c_E = (0.0, 0.5 * dt) if o.forces_at == "midpoint" else (0.5 * dt, 0.5 * dt)
+            nd0 = u_a.shape[0]
+
+            def fu(uu):
+                return jnp.ravel(m.implicit_forces(qF, uu.reshape(shape), tF))
+
+            def fq(du):
+                return jnp.ravel(m.implicit_forces(m.displace(qF, du.reshape(shape)), uA, tF))
+
+            K_u = jax.jacfwd(fu)(u_a)
+            K_q = jax.jacfwd(fq)(jnp.zeros_like(u_a))
+            h = h + jnp.ravel(f_imp) + (c_A + c_E) * (K_q @ u_a)
+            stiff = dt * (K_u + c_E * K_q)
+            lu_m = jsl.lu_factor(jnp.eye(nd0, dtype=u_a.dtype) - m.inverse_mass(qM, stiff))
+
+            def minv(X):  # (M - dt (K_u + c_E K_q))^-1 X
+                return jsl.lu_solve(lu_m, m.inverse_mass(qM, X))
         WJ, gt, keep = m.bilateral(qM, tM)
         nj = WJ.shape[1]
-        u_free = u_a + m.inverse_mass(qM, (h * dt)[:, None])[:, 0]
-        B = m.inverse_mass(qM, Wf)
+        u_free = u_a + minv((h * dt)[:, None])[:, 0]
+        B = minv(Wf)
         if nj:
-            A = m.inverse_mass(qM, WJ)
+            A = minv(WJ)
             G = WJ.T @ A
             G = keep[:, None] * keep[None, :] * G + jnp.diag(1.0 - keep)
-            cho = jsl.cho_factor(G)
-            Y = B - A @ jsl.cho_solve(cho, keep[:, None] * (WJ.T @ B))
+            if f_imp is None:  # symmetric positive definite
+                cho = jsl.cho_factor(G)
+
+                def gsolve(b):
+                    return jsl.cho_solve(cho, b)
+            else:  # the linear-implicit mass matrix is not symmetric in general
+                lu_g = jsl.lu_factor(G)
+
+                def gsolve(b):
+                    return jsl.lu_solve(lu_g, b)
+            Y = B - A @ gsolve(keep[:, None] * (WJ.T @ B))
             rhs0 = keep * (WJ.T @ u_free + gt)
-            u0 = u_free - A @ jsl.cho_solve(cho, rhs0)
+            u0 = u_free - A @ gsolve(rhs0)
         else:
             Y, u0 = B, u_free
         b = (Wf.T @ u0).reshape(nc, N_COMPONENTS)
@@ -631,7 +736,7 @@ class MoreauStepper(AbstractStepper):
         Pf = jnp.ravel(P)
         u_e = u0 + Y @ Pf
         if nj:
-            PJ = -jsl.cho_solve(cho, keep * (WJ.T @ u_free + gt + WJ.T @ (B @ Pf)))
+            PJ = -gsolve(keep * (WJ.T @ u_free + gt + WJ.T @ (B @ Pf)))
         else:
             PJ = jnp.zeros((0,), u_a.dtype)
         uE = u_e.reshape(shape)
@@ -644,7 +749,7 @@ class MoreauStepper(AbstractStepper):
             # dq = -M^-1 W_J G^-1 g_J(q_E) (the smallest move in the kinetic metric)
             def project(_, q):
                 g = m.constraint_values(q, t + dt)
-                return m.displace(q, (-(A @ jsl.cho_solve(cho, keep * g))).reshape(shape))
+                return m.displace(q, (-(A @ gsolve(keep * g))).reshape(shape))
 
             qE = jax.lax.fori_loop(0, o.projection_iterations, project, qE)
         store = jnp.where(active[:, None], P, store)

@@ -139,6 +139,8 @@ def simulate(
     fallback = bool(fallback)
     stepper = _stepper_of(model, scheme, solver, fallback and traced)
     state = stepper.start_state(state0, t0, throw=throw, progress=bool(progress) and not traced)
+    if not isinstance(dt, jax.core.Tracer):
+        stepper.check_dt(float(dt))
     if traced:
         return _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw)
 

@@ -189,7 +189,12 @@ class CardanPD(eqx.Module):
     lowers ``alpha``: stabilising). A :class:`~jaxrod.system.contact.ContactSystem` controller.
 
     Attributes: ``kp_h``, ``kp_v`` [N m/rad], ``kd_h``, ``kd_v`` [N m s/rad], ``gait``
-    (:class:`SerpenoidGait`).
+    (:class:`SerpenoidGait`), ``implicit`` (static, default False): treat the PD torques
+    linear-implicitly in the Moreau step (linearised in the end velocity and end position,
+    :mod:`jaxrod.integrate.moreau`, "linear-implicit forces"). The paper's gains make the pitch
+    loop stiff (``kp_v = 800 N m/rad`` on link inertias of 2.35e-4 to 9.63e-4 kg m^2: ``omega_n``
+    ~1300-2600 rad/s); explicit, a step above about 0.56 ms may blow up (:meth:`check_dt` warns);
+    linear-implicit, the loop is stable at any step (the scheme stays first order).
     """
 
     kp_h: jax.Array = eqx.field(converter=_f, default=GAINS["kp_h"])
@@ -197,6 +202,59 @@ class CardanPD(eqx.Module):
     kp_v: jax.Array = eqx.field(converter=_f, default=GAINS["kp_v"])
     kd_v: jax.Array = eqx.field(converter=_f, default=GAINS["kd_v"])
     gait: SerpenoidGait = SerpenoidGait()
+    implicit: bool = eqx.field(static=True, default=False)
+
+    def __check_init__(self):
+        for name in ("kp_h", "kd_h", "kp_v", "kd_v"):
+            v = getattr(self, name)
+            if isinstance(v, jax.core.Tracer):
+                continue
+            if v.shape != () or not bool(jnp.isfinite(v)) or float(v) < 0:
+                unit = "N m/rad" if name.startswith("kp") else "N m s/rad"
+                raise ValueError(f"CardanPD.{name} must be a finite number >= 0 [{unit}], got {np.asarray(v).tolist()!r}")
+        if self.implicit not in (False, True):
+            raise ValueError(f"CardanPD.implicit must be True or False, got {self.implicit!r}")
+
+    def stable_dt(self, system):
+        """``(dt_max [s], loop name)``: the explicit step's stability limit of the stiffer PD loop,
+        estimated on one joint between two free links (relative-angle inertia: half the smallest
+        principal inertia of the links, ``system.inertias()``) by
+        :func:`~jaxrod.integrate.moreau.pd_stable_dt`; conservative on the snake (a joint in a
+        chain on the ground sees more inertia). ``(inf, None)`` for traced gains."""
+        from ..integrate.moreau import pd_stable_dt
+
+        try:
+            gains = {n: float(getattr(self, n)) for n in ("kp_h", "kd_h", "kp_v", "kd_v")}
+            inertia = float(np.min(np.linalg.eigvalsh(np.asarray(system.inertias()))))
+        except (TypeError, jax.errors.ConcretizationTypeError):
+            return float("inf"), None
+        best = (float("inf"), None)
+        for loop in ("v", "h"):
+            kp, kd = gains[f"kp_{loop}"], gains[f"kd_{loop}"]
+            if kp > 0:
+                best = min(best, (pd_stable_dt(0.5 * inertia, kp, kd), loop), key=lambda b: b[0])
+        return best
+
+    def check_dt(self, dt, system):
+        """Warn (:class:`~jaxrod.integrate.moreau.StabilityWarning`, naming ``dt`` and the gain)
+        when the explicit PD loops are unstable at ``dt`` [s] by :meth:`stable_dt` (nothing when
+        ``implicit``). Called by :func:`jaxrod.simulate` through the contact system."""
+        import warnings
+
+        from ..integrate.moreau import StabilityWarning
+
+        if self.implicit:
+            return
+        limit, loop = self.stable_dt(system)
+        if dt > limit:
+            inertia = float(np.min(np.linalg.eigvalsh(np.asarray(system.inertias()))))
+            warnings.warn(StabilityWarning(
+                f"CardanPD: dt = {dt:g} s is above the explicit PD loop's stability limit ~{limit:.3g} s "
+                f"(kp_{loop} = {float(getattr(self, 'kp_' + loop)):g} N m/rad, kd_{loop} = "
+                f"{float(getattr(self, 'kd_' + loop)):g} N m s/rad on half the smallest link inertia "
+                f"{inertia:.3g} kg m^2): the run may blow up with every contact solve converged. Use "
+                f"CardanPD(implicit=True) (linear-implicit PD, stable at any dt) or dt <= {limit:.3g} s"),
+                stacklevel=8)
 
     def torques(self, R, omega, t):
         """``(tau_h, tau_v)`` ``(n - 1,)`` [N m]."""
@@ -264,7 +322,7 @@ def initial_headings(n_links, gait: SerpenoidGait, posture="curved"):
 
 def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=None, gains=None,
                 posture="curved", heading=0.0, inertia_order="physical", rolling_friction=0.0,
-                options=None, sink=1e-9, projection="mass"):
+                options=None, sink=1e-9, projection="mass", implicit_pd=False):
     """The snake as a :class:`~jaxrod.system.contact.ContactSystem` on the ground ``z = 0``.
 
     Args:
@@ -283,6 +341,9 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
             at the first step (a gap of exactly 0 can round to +1e-18).
         projection: ``'mass'`` (the stepper's mass-weighted joint projection) or ``'chain'``
             (the paper's: :class:`ChainProjection`, link 1 fixed).
+        implicit_pd: ``CardanPD(implicit=...)``: the PD torques linear-implicit in the Moreau
+            step (stable at any ``dt``; default False, the paper's explicit controller, which
+            :func:`jaxrod.simulate` warns about above ~0.56 ms).
     """
     n = check_int("snake_model.n_links", n_links, min=2)
     if posture not in ("curved", "straight"):
@@ -319,7 +380,9 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
         joints.append(Universal(f"link{i + 1}", f"link{i + 2}", centres[i] + 0.5 * L * ex[i],
                                 axis1=(0.0, 0.0, 1.0), axis2=ey[i + 1]))
     system = MultibodySystem(bodies, joints, gravity=(0.0, 0.0, -G))
-    controller = CardanPD(gains["kp_h"], gains["kd_h"], gains["kp_v"], gains["kd_v"], gait)
+    if implicit_pd not in (False, True):
+        raise ValueError(f"snake_model.implicit_pd must be True or False, got {implicit_pd!r}")
+    controller = CardanPD(gains["kp_h"], gains["kd_h"], gains["kp_v"], gains["kd_v"], gait, implicit=implicit_pd)
     corrector = ChainProjection(L) if projection == "chain" else None
     return ContactSystem(system, spheres, controller=controller, options=options, corrector=corrector)
 

@@ -393,10 +393,33 @@ class ContactSystem(AbstractMoreauModel):
         aux = BodyFrames(quat, z)
         r_dyn, _ = sys._equations(qq, u[:, :3], u[:, 3:], z, z, jnp.zeros(nj, q.dtype), t, aux)
         h = -jnp.concatenate([r_dyn[: 3 * nb].reshape(nb, 3), r_dyn[3 * nb :].reshape(nb, 3)], axis=-1)
-        if self.controller is not None:
-            f, tau = self.controller(x, quat_to_rotation(quat), u[:, :3], u[:, 3:], t)
-            h = h + jnp.concatenate([f, tau], axis=-1)
+        if self.controller is not None and not self.implicit_controller:
+            h = h + self._controller_forces(q, u, t)
         return h
+
+    @property
+    def implicit_controller(self) -> bool:
+        """Whether the controller is treated linear-implicitly (its ``implicit`` attribute, e.g.
+        ``CardanPD(implicit=True)``; :meth:`implicit_forces`)."""
+        return self.controller is not None and bool(getattr(self.controller, "implicit", False))
+
+    def _controller_forces(self, q, u, t):
+        x, quat = self._split(q)
+        f, tau = self.controller(x, quat_to_rotation(quat), u[:, :3], u[:, 3:], t)
+        return jnp.concatenate([f, tau], axis=-1)
+
+    def implicit_forces(self, q, u, t):
+        """``(n_bodies, 6)`` the controller's forces [N] (world) and torques [N m] (body frame)
+        when it is linear-implicit (:attr:`implicit_controller`; then not in
+        :meth:`smooth_forces`), else ``None``."""
+        return self._controller_forces(q, u, t) if self.implicit_controller else None
+
+    def check_dt(self, dt):
+        """Asks the controller (its ``check_dt(dt, system)``, e.g.
+        :meth:`~jaxrod.scenes.snake.CardanPD.check_dt`) whether an explicit loop is stable at
+        ``dt`` [s]; it warns otherwise. Nothing to check for a linear-implicit controller."""
+        if self.controller is not None and not self.implicit_controller and hasattr(self.controller, "check_dt"):
+            self.controller.check_dt(dt, self.system)
 
     def bilateral(self, q, t):
         x, quat = self._split(q)

@@ -59,7 +59,20 @@ def test_snake_model_refuses_bad_options_naming_them():
                     (dict(posture="coiled"), "snake_model.posture must be 'curved' or 'straight', got 'coiled'"),
                     (dict(inertia_order="xyz"), "snake_model.inertia_order must be 'physical' or 'printed'"),
                     (dict(gains={"kp": 1.0}), "snake_model.gains: unknown keys ['kp']"),
-                    (dict(projection="x"), "snake_model.projection must be 'mass' or 'chain', got 'x'")):
+                    (dict(projection="x"), "snake_model.projection must be 'mass' or 'chain', got 'x'"),
+                    (dict(mu_along=-0.1), "snake_model.mu_along must be a finite number >= 0 [-], got -0.1"),
+                    (dict(mu_across=float("nan")), "snake_model.mu_across must be a finite number >= 0 [-], got nan"),
+                    (dict(rolling_friction=float("inf")), "snake_model.rolling_friction must be a finite number >= 0"),
+                    (dict(restitution=1.5), "snake_model.restitution must be a finite number >= 0 and <= 1 [-], got 1.5"),
+                    (dict(restitution=-0.1), "snake_model.restitution must be a finite number >= 0 and <= 1"),
+                    (dict(geometry={"radius": 0.07}),
+                     "snake_model.geometry: a contact sphere larger than its link: 2 radius = 0.14 m > link_length"),
+                    (dict(geometry={"sphere_offset": 0.07}), "sphere_offset = 0.07 m puts the sphere centres beyond"),
+                    (dict(geometry={"link_length": -1.0}),
+                     "snake_model.geometry['link_length'] must be a finite number > 0 [m], got -1.0"),
+                    (dict(geometry={"width": 1.0}), "snake_model.geometry: unknown keys ['width']"),
+                    (dict(implicit_pd="yes"), "snake_model.implicit_pd must be True or False, got 'yes'"),
+                    (dict(gains={"kp_v": float("nan")}), "CardanPD.kp_v must be a finite number >= 0 [N m/rad], got nan")):
         with pytest.raises(ValueError) as info:
             snake_model(**kw)
         assert msg in str(info.value), (msg, str(info.value))

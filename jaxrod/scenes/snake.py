@@ -61,6 +61,19 @@ def _f(x):
     return jnp.asarray(x, dtype=jnp.float64)
 
 
+def _check_nonnegative(name, value, unit, strict=False, upper=None):
+    """A finite number ``>= 0`` (``> 0`` if ``strict``; ``<= upper``), or a ValueError naming it."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number [{unit}], got {value!r}") from None
+    if not np.isfinite(x) or (x <= 0 if strict else x < 0) or (upper is not None and x > upper):
+        rng = ("> 0" if strict else ">= 0") + (f" and <= {upper:g}" if upper is not None else "")
+        raise ValueError(f"{name} must be a finite number {rng} [{unit}], got {x!r}")
+
+
 def _soft_start_time(amplitude, omega, phase, threshold):
     """First time ``t >= 0`` [s] at which ``|amplitude sin(omega t + phase)| < threshold`` (the soft
     start of spec 6.5), per joint; ``0`` when ``threshold <= 0`` (no soft start) or already below at
@@ -322,7 +335,7 @@ def initial_headings(n_links, gait: SerpenoidGait, posture="curved"):
 
 def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=None, gains=None,
                 posture="curved", heading=0.0, inertia_order="physical", rolling_friction=0.0,
-                options=None, sink=1e-9, projection="mass", implicit_pd=False):
+                options=None, sink=1e-9, projection="mass", implicit_pd=False, geometry=None, restitution=0.0):
     """The snake as a :class:`~jaxrod.system.contact.ContactSystem` on the ground ``z = 0``.
 
     Args:
@@ -341,6 +354,13 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
             at the first step (a gap of exactly 0 can round to +1e-18).
         projection: ``'mass'`` (the stepper's mass-weighted joint projection) or ``'chain'``
             (the paper's: :class:`ChainProjection`, link 1 fixed).
+        geometry: dict overriding the per-link values of :data:`AIKO`: ``link_length`` [m],
+            ``radius`` [m] (contact spheres), ``sphere_offset`` [m] (sphere centres from the link
+            centre), ``total_mass`` [kg] (of the 11-link Aiko: each link ``total_mass / 11``),
+            ``inertia_axial``, ``inertia_transverse`` [kg m^2]; each finite and > 0, a sphere no
+            longer than its link (``2 radius <= link_length``) and its centre on the link
+            (``sphere_offset <= link_length / 2``).
+        restitution: Newton restitution ``e`` of every sphere, in ``[0, 1]`` (the paper: 0).
         implicit_pd: ``CardanPD(implicit=...)``: the PD torques linear-implicit in the Moreau
             step (stable at any ``dt``; default False, the paper's explicit controller, which
             :func:`jaxrod.simulate` warns about above ~0.56 ms).
@@ -357,9 +377,26 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
     bad = sorted(set(gains) - set(GAINS))
     if bad:
         raise ValueError(f"snake_model.gains: unknown keys {bad}; allowed {sorted(GAINS)}")
-    L, r, Lgs = AIKO["link_length"], AIKO["radius"], AIKO["sphere_offset"]
-    m = AIKO["total_mass"] / AIKO["n_links"]
-    Ia, It = AIKO["inertia_axial"], AIKO["inertia_transverse"]
+    for name, value in (("mu_along", mu_along), ("mu_across", mu_across), ("rolling_friction", rolling_friction)):
+        _check_nonnegative(f"snake_model.{name}", value, "-")
+    _check_nonnegative("snake_model.restitution", restitution, "-", upper=1.0)
+    geo = {k: v for k, v in AIKO.items() if k != "n_links"}
+    unknown = sorted(set(geometry or {}) - set(geo))
+    if unknown:
+        raise ValueError(f"snake_model.geometry: unknown keys {unknown}; allowed {sorted(geo)}")
+    geo.update(geometry or {})
+    for name, value in geo.items():
+        unit = "kg" if name == "total_mass" else ("kg m^2" if name.startswith("inertia") else "m")
+        _check_nonnegative(f"snake_model.geometry['{name}']", value, unit, strict=True)
+    L, r, Lgs = float(geo["link_length"]), float(geo["radius"]), float(geo["sphere_offset"])
+    if 2.0 * r > L:
+        raise ValueError(f"snake_model.geometry: a contact sphere larger than its link: 2 radius = {2 * r:g} m > "
+                         f"link_length = {L:g} m (radius {r:g} m)")
+    if Lgs > 0.5 * L:
+        raise ValueError(f"snake_model.geometry: sphere_offset = {Lgs:g} m puts the sphere centres beyond the link "
+                         f"ends (link_length / 2 = {0.5 * L:g} m)")
+    m = float(geo["total_mass"]) / AIKO["n_links"]
+    Ia, It = float(geo["inertia_axial"]), float(geo["inertia_transverse"])
     inertia = (Ia, It, It) if inertia_order == "physical" else (It, It, Ia)
     psi = initial_headings(n, gait, posture) + heading
     ex = np.stack([np.cos(psi), np.sin(psi), np.zeros(n)], 1)
@@ -375,7 +412,8 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
         bodies.append(RigidBody(f"link{i + 1}", m, inertia, position=centres[i], orientation=q))
         for s in (1.0, -1.0):
             spheres.append(SphereContact(f"link{i + 1}", centres[i] + s * Lgs * ex[i], r, mu_along=mu_along,
-                                         mu_across=mu_across, direction=ex[i], rolling_friction=rolling_friction))
+                                         mu_across=mu_across, direction=ex[i], rolling_friction=rolling_friction,
+                                         restitution=restitution))
     for i in range(n - 1):
         joints.append(Universal(f"link{i + 1}", f"link{i + 2}", centres[i] + 0.5 * L * ex[i],
                                 axis1=(0.0, 0.0, 1.0), axis2=ey[i + 1]))

@@ -23,6 +23,7 @@ OWN_FILE = {
     "pcs_newmark.ipynb": "test_notebooks_pcs_newmark.py",
     "hybrid_systems.ipynb": "test_notebooks_hybrid_systems.py",
     "continuum_robots.ipynb": "test_notebooks_continuum_robots.py",
+    "snake.ipynb": "test_notebooks_snake.py",
 }
 HERE = [p for p in NOTEBOOKS if p.name not in OWN_FILE]
 

@@ -162,7 +162,8 @@ def test_every_example_is_covered():
     covered = set(RUNS) | {"pendulum.toml", "double_pendulum.toml", "four_bar.toml", "cantilever_static.toml",
                            "pcs_silicone.toml",
                            "pendulum_with_rod.toml", "sleeve_pendulum.toml", "stiff_flop_passive.toml",
-                           "arm3_with_rod.toml"}
+                           "arm3_with_rod.toml",
+                           "snake_undulation.toml"}  # tests/test_snake.py: the scene's snake, step for step
     assert set(example_names()) == covered
 
 

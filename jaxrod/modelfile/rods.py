@@ -154,14 +154,17 @@ def read_scene(name, t: Table) -> RodSpec:
     scene = t.string("scene", choices=tuple(REGISTRY))
     info = REGISTRY[scene]
     params = inspect.signature(info.load()).parameters
-    allowed = [p for p in params if p not in info.fixed and p not in ("dt", "duration")]
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    allowed = [p for p, v in params.items() if v.kind in named and p not in info.fixed and p not in ("dt", "duration")]
+    # a builder with **kw passes further keywords on (the snake scenes: to snake_model), which checks them
+    open_ended = any(v.kind == inspect.Parameter.VAR_KEYWORD for v in params.values())
     overrides = {}
     for key in t.keys():
         if key == "scene":
             continue
         if key in ("dt", "duration"):
             raise t.error(key, "set the time step and duration in [simulation] (dt, duration)")
-        if key not in allowed:
+        if key not in allowed and not open_ended:
             raise t.error(key, f"not an option of scene {scene!r}{closest(key, allowed)}; its options: "
                                f"{', '.join(allowed) or 'none'}")
         overrides[key] = t.raw(key)

@@ -38,6 +38,8 @@ r_factors='absolute')`` is the paper's, ``r = (0.1, 0.01, 0.05)`` kg).
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -343,7 +345,8 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
         mu_along, mu_across: Coulomb coefficients along / across the links (paper: 0.1 / 0.5
             orthotropic, 0.2 / 0.2 on particle board).
         gait: :class:`SerpenoidGait` (default: lateral undulation, ``A_h = 30 deg``, ``omega = 80
-            deg/s``, ``delta_h = -50 deg``).
+            deg/s``, ``delta_h = -50 deg``), or a dict of its fields (radians, rad/s, s; the
+            missing ones take :class:`SerpenoidGait`'s defaults), as a model file gives it.
         gains: dict overriding :data:`GAINS`.
         posture: ``'curved'`` (joint angles at the gait's ``t = 0`` values) or ``'straight'``.
         heading: extra rotation of the whole start posture about ``z`` [rad].
@@ -373,6 +376,14 @@ def snake_model(n_links=AIKO["n_links"], *, mu_along=0.1, mu_across=0.5, gait=No
     if inertia_order not in ("physical", "printed"):
         raise ValueError(f"snake_model.inertia_order must be 'physical' or 'printed', got {inertia_order!r}")
     gait = SerpenoidGait() if gait is None else gait
+    if isinstance(gait, dict):
+        fields = [f.name for f in dataclasses.fields(SerpenoidGait)]
+        unknown = sorted(set(gait) - set(fields))
+        if unknown:
+            raise ValueError(f"snake_model.gait: unknown keys {unknown}; allowed {fields}")
+        gait = SerpenoidGait(**gait)
+    if not isinstance(gait, SerpenoidGait):
+        raise ValueError(f"snake_model.gait must be a SerpenoidGait or a dict of its fields, got {type(gait).__name__}")
     gains = {**GAINS, **(gains or {})}
     bad = sorted(set(gains) - set(GAINS))
     if bad:

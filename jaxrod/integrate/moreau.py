@@ -96,9 +96,11 @@ Every choice the paper leaves open is a field of :class:`MoreauOptions` (default
 * ``forces_at`` [``'midpoint'``]: where the smooth forces (and controllers, ``tau_C``) are
   evaluated: ``(q_M, u_A, t_M)`` or ``(q_A, u_A, t_A)`` (``'start'``) (the paper's ``h_M =
   h(u_A)``; its evaluation point of ``tau_C`` is not stated). They are explicit: a stiff PD loop
-  needs ``dt`` below about ``2 / omega_n`` (the snake's pitch loop, 800 N m/rad on about
-  1e-3 kg m^2: ~1.5 ms, on a turned link's axial inertia 2.35e-4 kg m^2: ~1.1 ms; some of its
-  gaits blow up at 1 ms, see :func:`jaxrod.scenes.snake.snake_undulation`);
+  needs ``dt`` below about ``2 / omega_n``, less with damping (:func:`pd_stable_dt`; the snake's
+  pitch loop, 800 N m/rad on half a link's inertia, 9.63e-4 or, turned, 2.35e-4 kg m^2: 1.3 or
+  0.56 ms; sidewinding blows up at 1 ms): :func:`jaxrod.simulate` warns
+  (:class:`StabilityWarning`) where the model's ``check_dt`` says so, and the linear-implicit
+  forces below remove the limit;
 * linear-implicit forces (:meth:`AbstractMoreauModel.implicit_forces`; the snake's
   ``CardanPD(implicit=True)``): forces a model marks stiff are not taken at ``(q_F, u_A)`` but
   linearised at the END of the step, ``f(q_E, u_E) ~ f0 + K_u (u_E - u_A) + K_q (q_E - q_F)`` with

@@ -16,7 +16,8 @@ integrated by Moreau midpoint time stepping. Spec: ``/work/shared/specs/seed002_
   straight posture (section VIII-E: almost straight, about 1-1.4 m in 15 s, most of the body
   lifted). Measured (``benchmarks/snake_paper.py``, dt 0.5 ms, 15 s): link 6 -1.32 m along x,
   +0.03 m across; 2.4 of 22 spheres touching on average; link 6 never slides back more than 6 mm
-  after the start-up. ``dt = 1 ms`` fails (NaN impulses at t = 1.8 s): use 0.5 ms or less.
+  after the start-up. ``dt = 1 ms`` fails (NaN impulses at t = 1.8 s): use 0.5 ms or less, or the
+  linear-implicit PD (``implicit_pd=True``, stable at any step; ``benchmarks/snake.py``).
 
 The scenes' ``reference["track_body"]`` is link 6 (index 5), whose path ``jaxrod simulate ...
 --plot`` draws from above (:func:`jaxrod.plot.plot_contact_trajectory`).
@@ -452,7 +453,8 @@ def snake_undulation(n_links=AIKO["n_links"], mu_along=0.1, mu_across=0.5, dt=5e
     2.35e-4 kg m^2``: ~1.1 ms. 1 ms runs of this scene from the curved start are stable and give
     the same forward motion as 0.5 ms to 0.1 mm over 1 s; sidewinding, and undulation from the
     straight start, blew up at 1 ms, silently in the latter, every contact solve converged: keep
-    0.5 ms or less). ``reference["track_body"]`` is link 6
+    0.5 ms or less, or pass ``implicit_pd=True``; :func:`jaxrod.simulate` warns above the explicit
+    loop's estimated limit, 0.556 ms). ``reference["track_body"]`` is link 6
     (index 5), the paper's measured link, whose path the figures draw."""
     model = snake_model(n_links, mu_along=mu_along, mu_across=mu_across, **kw)
     return _snake_scene(

@@ -121,7 +121,8 @@ def section_paper(args, result):
             paper = f"{PAPER_CPU[kind]:g}" if (not imp and dt == 2.5e-4) else ""
             good = status == "ok"
             rows.append([name, "implicit" if imp else "explicit (paper)", f"{dt * 1e3:g}",
-                         f"{d[0]:+.3f}, {d[1]:+.3f}" if good else "-", f"{dist:.4f}" if good else "-", f"{sweeps:.1f}", f"{cpu / args.duration:.2f}", paper,
+                         f"{d[0]:+.3f}, {d[1]:+.3f}" if good else "-", f"{dist:.4f}" if good else "-",
+                         f"{sweeps:.1f}", f"{cpu / args.duration:.2f}", paper,
                          f"{wall / args.duration:.2f}", status])
             rec[f"{name} | {'implicit' if imp else 'explicit'} | {dt}"] = {
                 "gait": name, "implicit_pd": imp, "dt": dt, "duration": args.duration,

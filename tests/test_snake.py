@@ -63,7 +63,8 @@ def test_snake_model_refuses_bad_options_naming_them():
                     (dict(mu_along=-0.1), "snake_model.mu_along must be a finite number >= 0 [-], got -0.1"),
                     (dict(mu_across=float("nan")), "snake_model.mu_across must be a finite number >= 0 [-], got nan"),
                     (dict(rolling_friction=float("inf")), "snake_model.rolling_friction must be a finite number >= 0"),
-                    (dict(restitution=1.5), "snake_model.restitution must be a finite number >= 0 and <= 1 [-], got 1.5"),
+                    (dict(restitution=1.5),
+                     "snake_model.restitution must be a finite number >= 0 and <= 1 [-], got 1.5"),
                     (dict(restitution=-0.1), "snake_model.restitution must be a finite number >= 0 and <= 1"),
                     (dict(geometry={"radius": 0.07}),
                      "snake_model.geometry: a contact sphere larger than its link: 2 radius = 0.14 m > link_length"),
@@ -72,7 +73,8 @@ def test_snake_model_refuses_bad_options_naming_them():
                      "snake_model.geometry['link_length'] must be a finite number > 0 [m], got -1.0"),
                     (dict(geometry={"width": 1.0}), "snake_model.geometry: unknown keys ['width']"),
                     (dict(implicit_pd="yes"), "snake_model.implicit_pd must be True or False, got 'yes'"),
-                    (dict(gains={"kp_v": float("nan")}), "CardanPD.kp_v must be a finite number >= 0 [N m/rad], got nan")):
+                    (dict(gains={"kp_v": float("nan")}),
+                     "CardanPD.kp_v must be a finite number >= 0 [N m/rad], got nan")):
         with pytest.raises(ValueError) as info:
             snake_model(**kw)
         assert msg in str(info.value), (msg, str(info.value))
@@ -312,7 +314,7 @@ def test_model_file_snake_equals_the_scene_snake_step_for_step():
     options written out: friction, posture, gait, gains, geometry, linear-implicit PD) builds the
     same model as snake_undulation(implicit_pd=True): 30 steps of 1 ms agree to 1e-12 m (the
     compiled program of the 11-link tests). A key the scene does not know is refused naming it."""
-    from jaxrod.modelfile import ModelFileError, load_model
+    from jaxrod.modelfile import load_model
     from jaxrod.scenes.snake import snake_undulation
 
     loaded = load_model("snake_undulation.toml")

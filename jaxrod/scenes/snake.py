@@ -227,7 +227,8 @@ class CardanPD(eqx.Module):
                 continue
             if v.shape != () or not bool(jnp.isfinite(v)) or float(v) < 0:
                 unit = "N m/rad" if name.startswith("kp") else "N m s/rad"
-                raise ValueError(f"CardanPD.{name} must be a finite number >= 0 [{unit}], got {np.asarray(v).tolist()!r}")
+                raise ValueError(f"CardanPD.{name} must be a finite number >= 0 [{unit}], "
+                                 f"got {np.asarray(v).tolist()!r}")
         if self.implicit not in (False, True):
             raise ValueError(f"CardanPD.implicit must be True or False, got {self.implicit!r}")
 

@@ -245,7 +245,13 @@ def run_mujoco(spec, duration, dt, contact="default", gravity=None, mu=None, sam
             if d.ncon:
                 pen = min(pen, float(d.contact.dist[:d.ncon].min()))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-    return {"side": "mujoco", "dt": dt, "contact": contact if isinstance(contact, str) else "custom", "geom": geom,
+    c0 = time.process_time()  # the Python side of the loop alone (ctrl set, step counter), not stepping
+    for k in range(n_steps):
+        d.ctrl[:] = ctrl[k]
+        if (k + 1) % per == 0:
+            pass
+    loop = time.process_time() - c0
+    return {"side": "mujoco", "dt": dt, "python_loop_cpu_s": loop, "contact": contact if isinstance(contact, str) else "custom", "geom": geom,
             "cpu_s": cpu, "wall_s": wall, "cpu_per_sim_s": cpu / duration, "load_before": load0, "load_after": _load(),
             "link6": np.array(link6), "com": np.array(com), "touching_mean": float(np.mean(ncon)) if ncon else 0.0,
             "deepest_penetration_m": -pen, "finite": bool(np.all(np.isfinite(d.qpos))),
@@ -383,6 +389,63 @@ def incline(opts, mj_dt, jr_dt, duration, tilt_deg=10.0, mu=0.2):
     return res
 
 
+def friction_law_check(spec, contact, mu=(0.1, 0.5), speed=1.0, angle_deg=53.13, duration=0.1, dt=2.5e-4):
+    """MuJoCo's friction law on a sled: one body on two capsules of the snake link's geometry
+    (spheres at ``+-L_GS``, radius ``r``) side by side ``0.2 m`` apart (so that it cannot roll),
+    ``(mu_along, mu_across)`` along the capsules, settled, then launched at ``speed`` [m/s] at
+    ``angle_deg`` to the capsule axis. After the first step: the friction force's angle from the
+    ellipse law's direction ``-(mu_x^2 v_x, mu_y^2 v_y)`` (maximum dissipation, the paper's and
+    jaxrod's law; tests/test_contact.py asserts it for jaxrod to 1e-7) and from ``-v`` (isotropic
+    Coulomb), ``|f_t| / f_n`` against the ellipse's radius in the force direction, the normal
+    force over the weight; over ``duration``: the highest lift of the sled [m] and the fraction of
+    steps with no contact. jaxrod's Moreau step keeps ``P_N = m g dt`` on a sliding box to 1e-9
+    (tests/test_contact.py)."""
+    import mujoco
+    c = CONTACT[contact]
+    s, r = spec["sphere_local"][0], spec["radius"]
+    mass = float(spec["mass"][0]) * 2
+    caps = "".join(f'<geom name="c{k}" type="capsule" fromto="{_v(s[0] + [0, y, 0])} {_v(s[1] + [0, y, 0])}" '
+                   f'size="{r!r}" contype="0" conaffinity="0" mass="0"/>' for k, y in enumerate((0.1, -0.1)))
+    pairs = "".join(f'<pair geom1="c{k}" geom2="floor" condim="3" friction="{_v(mu)} 0.005 0.0001 0.0001" '
+                    f'solref="{_v(c["solref"])}" solimp="{_v(c["solimp"])}"/>' for k in range(2))
+    I = mass * 0.01
+    xml = (f'<mujoco><option timestep="{dt!r}" integrator="implicitfast" cone="elliptic" impratio="{_v(c["impratio"])}" '
+           f'gravity="{_v(spec["gravity"])}"/><worldbody><geom name="floor" type="plane" size="0 0 1" contype="0" '
+           f'conaffinity="0"/><body name="sled" pos="0 0 {r!r}"><freejoint/><inertial pos="0 0 0" mass="{mass!r}" '
+           f'diaginertia="{I!r} {I!r} {I!r}"/>{caps}</body></worldbody><contact>{pairs}</contact></mujoco>')
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, nstep=int(round(0.5 / dt)))  # settle
+    z0 = float(d.qpos[2])
+    th = np.radians(angle_deg)
+    d.qvel[:3] = speed * np.array([np.cos(th), np.sin(th), 0.0])
+    weight = mass * float(np.linalg.norm(spec["gravity"]))
+    mu = np.asarray(mu, float)
+    out_ = {"contact": contact, "mu": mu.tolist(), "speed_m_s": speed, "angle_deg": angle_deg}
+    lift, free = 0.0, 0
+    n = int(round(duration / dt))
+    for k in range(n):
+        v = d.qvel[:2].copy()
+        mujoco.mj_step(m, d)
+        if k == 0:
+            F, fn, f = np.zeros(3), 0.0, np.zeros(6)
+            for i in range(d.ncon):
+                mujoco.mj_contactForce(m, d, i, f)
+                fr = d.contact[i].frame.reshape(3, 3)
+                F += f[0] * fr[0] + f[1] * fr[1] + f[2] * fr[2]
+                fn += f[0]
+            law = -(mu * mu * v) / np.hypot(*(mu * v))
+            ft = F[:2]
+            rad = 1.0 / np.hypot(*(ft / np.linalg.norm(ft) / mu))  # ellipse radius in ft's direction
+            out_.update(angle_from_ellipse_law_deg=angle_between(ft, law), angle_from_minus_v_deg=angle_between(ft, -v),
+                        law_angle_from_minus_v_deg=angle_between(law, -v),
+                        ft_over_fn_on_ellipse=float(np.linalg.norm(ft) / fn / rad), normal_over_weight=fn / weight)
+        lift = max(lift, float(d.qpos[2]) - z0)
+        free += d.ncon == 0
+    out_.update(max_lift_m=lift, steps_without_contact=free / n, duration_s=duration)
+    return out_
+
+
 def _trim(r, every=0.5):
     """JSON-sized copy: x, y of link 6 and the centroid every ``every`` s (1e-5 m)."""
     k = max(1, int(round(every / r["sample_dt"])))
@@ -472,6 +535,15 @@ def main():
                               key, f"{r['dt'] * 1e3:g}", f"{r['downhill_m']:+.3e}"])
         out(f"\nIncline {inc['tilt_deg']:g} deg, mu {inc['mu']:g} (friction angle {inc['friction_angle_deg']:.2f} deg: "
             f"should stick), {inc['duration']:g} s:\n" + table(["body", "side", "dt [ms]", "downhill displacement [m]"], irows))
+    spec = snake_spec(gaits(opts)[0][1])
+    res["friction_law"]["mujoco_sled_check"] = fl = [friction_law_check(spec, cset) for cset in CONTACT]
+    out("\nMuJoCo's friction law on a sliding sled (two link capsules, mu 0.1 / 0.5, 1 m/s at 53 deg to the axis):\n"
+        + table(["contact", "force from ellipse law [deg]", "force from -v [deg] (law: "
+                 f"{fl[0]['law_angle_from_minus_v_deg']:.1f})", "|f_t| / (ellipse radius f_n)", "f_n / weight, 1st step",
+                 "highest lift in 0.1 s [mm]", "steps without contact"],
+                [[r["contact"], f"{r['angle_from_ellipse_law_deg']:.2f}", f"{r['angle_from_minus_v_deg']:.1f}",
+                  f"{r['ft_over_fn_on_ellipse']:.4f}", f"{r['normal_over_weight']:.2f}", f"{r['max_lift_m'] * 1e3:.3f}",
+                  f"{r['steps_without_contact']:.0%}"] for r in fl]))
     res["load_end"] = _load()
     if not a.no_write:
         with open(path, "w") as f:

@@ -463,7 +463,9 @@ def main():
     ap.add_argument("--jr-duration", type=float, default=None,
                     help="jaxrod run length [s] (default --duration; shorter: CPU only, distances from MuJoCo's full run)")
     ap.add_argument("--mj-dt", type=float, default=2.5e-4)
-    ap.add_argument("--mj-dt-coarse", type=float, default=1e-3, help="MuJoCo's larger step (0: skip)")
+    ap.add_argument("--mj-dts-extra", default="5e-4,1e-3", help="MuJoCo's larger steps (comma separated; '' skips)")
+    ap.add_argument("--jr-fine-duration", type=float, default=3.0,
+                    help="also run jaxrod at the paper's dt (--mj-dt) for this long [s], CPU at equal dt (0: skip)")
     ap.add_argument("--jr-dt", type=float, default=5e-4)
     ap.add_argument("--incline-duration", type=float, default=5.0)
     ap.add_argument("--only", metavar="TEXT", help="only the gaits whose name contains TEXT ('none': incline only)")
@@ -496,18 +498,20 @@ def main():
         g["mujoco_default"] = run_mujoco(spec, a.duration, a.mj_dt, "default")
         g["jaxrod"] = run_jaxrod(cs, jr_T, a.jr_dt)
         g["mujoco_stiff"] = run_mujoco(spec, a.duration, a.mj_dt, "stiff")
-        if a.mj_dt_coarse:
+        for dt_x in [float(x) for x in a.mj_dts_extra.split(",") if x.strip()]:
             for cset in CONTACT:
-                g[f"mujoco_{cset}_dt{a.mj_dt_coarse:g}"] = run_mujoco(spec, a.duration, a.mj_dt_coarse, cset)
+                g[f"mujoco_{cset}_dt{dt_x:g}"] = run_mujoco(spec, a.duration, dt_x, cset)
+        if a.jr_fine_duration > 0:
+            g[f"jaxrod_dt{a.mj_dt:g}"] = run_jaxrod(cs, a.jr_fine_duration, a.mj_dt)
         if "ortho" in name:
             g["mujoco_default_spheres"] = run_mujoco(spec, a.duration, a.mj_dt, "default", geom="sphere")
         jr = g["jaxrod"]
         for key, r in g.items():
             d6, dc = displacement(r, "link6"), displacement(r, "com")
-            T = a.duration if r["side"] == "mujoco" else jr_T
-            label = "jaxrod (Moreau, set-valued)" if key == "jaxrod" else (
+            T = a.duration if r["side"] == "mujoco" else (jr_T if key == "jaxrod" else a.jr_fine_duration)
+            label = "jaxrod (Moreau, set-valued)" if r["side"] == "jaxrod" else (
                 f"MuJoCo {r['contact']}{', spheres (world-fixed anisotropy)' if r['geom'] == 'sphere' else ''}")
-            agree = "" if key == "jaxrod" or T != jr_T else (
+            agree = "" if r["side"] == "jaxrod" or T != jr_T else (
                 f"{angle_between(dc, displacement(jr, 'com')):.0f} deg, x{np.linalg.norm(dc) / max(np.linalg.norm(displacement(jr, 'com')), 1e-12):.2f}")
             row = [name, label, f"{r['dt'] * 1e3:g}", f"{T:g}", f"{d6[0]:+.3f}", f"{d6[1]:+.3f}", f"{dc[0]:+.3f}",
                    f"{dc[1]:+.3f}", agree, f"{r['touching_mean']:.1f}", f"{r['deepest_penetration_m'] * 1e3:.2f}",
@@ -524,7 +528,7 @@ def main():
     if rows:
         out(table(header, rows))
     if dt_rows:
-        out("\nMuJoCo at a larger step:\n" + table(header, dt_rows))
+        out("\nMuJoCo at larger steps, jaxrod at the paper's step (CPU; its T may be shorter):\n" + table(header, dt_rows))
     if a.incline_duration > 0:
         inc = incline(opts, a.mj_dt, a.jr_dt, a.incline_duration)
         res["incline"] = inc

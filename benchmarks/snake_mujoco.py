@@ -26,12 +26,16 @@ of the scene (``jaxrod.scenes.snake``), not from retyped numbers:
   (``solref``/``solimp`` regularisation), the normal penetrates by ~1 mm under the weight and a
   sticking contact under a tangential load creeps (this script's incline case measures it); (2)
   the same with spheres: sphere-plane contact frames are fixed in the WORLD (tangent 1 = world
-  ``y`` here), so per-sphere anisotropy would be world-fixed, not body-fixed; (3) MuJoCo's
-  friction solution is the minimiser of its convex (regularised Gauss) problem over the elliptic
-  cone, which in the hard limit is the maximum-dissipation ellipse law of the paper, but at
-  finite softness the force inside the cone grows with slip velocity (no exact stick); (4) the
-  paper's rolling friction (jaxrod's default ``mu_V = 0``: not used, ``condim 3``). Impacts:
-  MuJoCo has no restitution law as such (soft contacts, ``solref`` damping ratio 1: ~inelastic).
+  ``y`` here), so per-sphere anisotropy would be world-fixed, not body-fixed (the
+  sphere-geom row of the orthotropic gait shows the consequence); (3) MuJoCo's friction
+  solution minimises its convex (regularised Gauss) problem over the elliptic cone: a sliding
+  contact's force lies on the ellipse along the maximum-dissipation direction (the paper's law;
+  :func:`friction_law_check` measures it within 0.5 deg), but below the cone the force grows with
+  slip velocity (no exact stick: creep), and sliding contacts are pushed apart (a normal-force
+  spike and lift-off when a sled is launched at 1 m/s), unlike Coulomb complementarity; (4) the
+  paper's rolling friction (jaxrod's default ``mu_V = 0``: not used, ``condim 3``; MuJoCo's
+  ``condim 6`` couples rolling torques with sliding in one cone). Impacts: MuJoCo has no
+  restitution coefficient (soft contacts, ``solref`` damping ratio 1: ~inelastic).
 * control: the PD law of ``CardanPD`` (gains read from the scene's controller) as ONE MuJoCo
   ``general`` actuator per hinge, ``gain kp``, ``bias (0, -kp, -kd)``, ``ctrl = alpha_r + (kd/kp)
   rate_r``: force ``= kp (alpha_r - alpha) + kd (rate_r - alpha_dot)``, jaxrod's law with the
@@ -54,11 +58,13 @@ Signorini contact and the paper's ellipse friction law, exact stick), with ``Mor
 max_iterations=5000)`` at dt 0.5 ms as ``benchmarks/snake_paper.py`` (the scenes' dt; 0.25 ms
 doubles the cost). Compile excluded: a 0.05 s run of the same structure first.
 
-Runs are interleaved per gait (MuJoCo default, jaxrod, MuJoCo stiff), each timed by process CPU
-(``time.process_time``) and wall time, with ``os.getloadavg()`` before and after.
+Runs are interleaved per gait (MuJoCo default, jaxrod, MuJoCo stiff, MuJoCo at the extra steps,
+jaxrod at the paper's 0.25 ms for ``--jr-fine-duration`` s), each timed by process CPU
+(``time.process_time``) and wall time, with ``os.getloadavg()`` before and after. Then the incline
+(:func:`incline`) and the sled (:func:`friction_law_check`). About 10 min wall at load 11.
 
     python benchmarks/snake_mujoco.py [--duration 15] [--mj-dt 2.5e-4] [--jr-dt 5e-4] [--only TEXT]
-                                      [--jr-duration S] [--no-write]
+                                      [--mj-dts-extra 5e-4,1e-3] [--jr-fine-duration 3] [--no-write]
 
 Writes ``benchmarks/results/snake_mujoco.json`` (link 6 and centroid every 0.1 s on every side).
 """
@@ -251,7 +257,8 @@ def run_mujoco(spec, duration, dt, contact="default", gravity=None, mu=None, sam
         if (k + 1) % per == 0:
             pass
     loop = time.process_time() - c0
-    return {"side": "mujoco", "dt": dt, "python_loop_cpu_s": loop, "contact": contact if isinstance(contact, str) else "custom", "geom": geom,
+    return {"side": "mujoco", "dt": dt, "python_loop_cpu_s": loop,
+            "contact": contact if isinstance(contact, str) else "custom", "geom": geom,
             "cpu_s": cpu, "wall_s": wall, "cpu_per_sim_s": cpu / duration, "load_before": load0, "load_after": _load(),
             "link6": np.array(link6), "com": np.array(com), "touching_mean": float(np.mean(ncon)) if ncon else 0.0,
             "deepest_penetration_m": -pen, "finite": bool(np.all(np.isfinite(d.qpos))),
@@ -374,9 +381,9 @@ def incline(opts, mj_dt, jr_dt, duration, tilt_deg=10.0, mu=0.2):
         res["link"][f"mujoco_{cset}"] = {"dt": mj_dt, "downhill_m": float(dx[-1] @ down), "speed_end_m_s": v,
                                          "downhill_every_tenth_m": (dx @ down).round(9).tolist()}
         r = run_mujoco(spec, duration, mj_dt, cset, gravity=grav, mu=np.array([mu, mu]), sample=duration / 10)
+        tenth = (r["com"][:, :2] - r["com"][0, :2]) @ down[:2]
         res["snake"][f"mujoco_{cset}"] = {"dt": mj_dt, "downhill_m": float(displacement(r, "com") @ down[:2]),
-                                          "downhill_every_tenth_m": ((r["com"][:, :2] - r["com"][0, :2]) @ down[:2]).round(9).tolist(),
-                                          "cpu_s": r["cpu_s"]}
+                                          "downhill_every_tenth_m": tenth.round(9).tolist(), "cpu_s": r["cpu_s"]}
     tr = jaxrod.simulate(link, dt=jr_dt, duration=duration, save_every=int(round(duration / 10 / jr_dt)))
     p = np.asarray(tr.positions[:, 0])
     res["link"]["jaxrod"] = {"dt": jr_dt, "downhill_m": float((p[-1] - p[0]) @ down),
@@ -511,8 +518,9 @@ def main():
             T = a.duration if r["side"] == "mujoco" else (jr_T if key == "jaxrod" else a.jr_fine_duration)
             label = "jaxrod (Moreau, set-valued)" if r["side"] == "jaxrod" else (
                 f"MuJoCo {r['contact']}{', spheres (world-fixed anisotropy)' if r['geom'] == 'sphere' else ''}")
+            dj = displacement(jr, "com")
             agree = "" if r["side"] == "jaxrod" or T != jr_T else (
-                f"{angle_between(dc, displacement(jr, 'com')):.0f} deg, x{np.linalg.norm(dc) / max(np.linalg.norm(displacement(jr, 'com')), 1e-12):.2f}")
+                f"{angle_between(dc, dj):.0f} deg, x{np.linalg.norm(dc) / max(np.linalg.norm(dj), 1e-12):.2f}")
             row = [name, label, f"{r['dt'] * 1e3:g}", f"{T:g}", f"{d6[0]:+.3f}", f"{d6[1]:+.3f}", f"{dc[0]:+.3f}",
                    f"{dc[1]:+.3f}", agree, f"{r['touching_mean']:.1f}", f"{r['deepest_penetration_m'] * 1e3:.2f}",
                    f"{r['cpu_per_sim_s']:.3f}", f"{r['wall_s'] / T:.3f}",
@@ -535,8 +543,8 @@ def main():
         irows = []
         for what in ("link", "snake"):
             for key, r in inc[what].items():
-                irows.append([f"{'single link (downhill along its axis)' if what == 'link' else 'straight snake (downhill along it)'}",
-                              key, f"{r['dt'] * 1e3:g}", f"{r['downhill_m']:+.3e}"])
+                body = "single link (downhill along its axis)" if what == "link" else "straight snake (downhill along it)"
+                irows.append([body, key, f"{r['dt'] * 1e3:g}", f"{r['downhill_m']:+.3e}"])
         out(f"\nIncline {inc['tilt_deg']:g} deg, mu {inc['mu']:g} (friction angle {inc['friction_angle_deg']:.2f} deg: "
             f"should stick), {inc['duration']:g} s:\n" + table(["body", "side", "dt [ms]", "downhill displacement [m]"], irows))
     spec = snake_spec(gaits(opts)[0][1])

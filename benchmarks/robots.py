@@ -79,6 +79,8 @@ def print_table(rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(TOPICS), help=f"comma-separated subset of {TOPICS}")
+    ap.add_argument("--json", metavar="NAME", default=None,
+                    help="also write the rows to benchmarks/results/NAME (date, commit, machine, load)")
     args = ap.parse_args(argv)
     topics = [t.strip() for t in args.only.split(",") if t.strip()]
     bad = [t for t in topics if t not in TOPICS]
@@ -103,6 +105,14 @@ def main(argv=None):
         print(f"[robots] {topic}: {len(got)} rows in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average (1 min) at end: {os.getloadavg()[0]:.1f}")
     print_table(rows)
+    if args.json:
+        from _common import cpu_name, git_sha, load_average, write_result
+
+        write_result(args.json, {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_sha(), "machine": cpu_name(),
+            "load_average_at_end": load_average(), "xla_flags": os.environ.get("JAXROD_XLA_FLAGS"),
+            "topics": topics, "rows": rows,
+        })
 
 
 if __name__ == "__main__":

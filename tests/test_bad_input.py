@@ -183,6 +183,31 @@ def test_modal_failed_equilibrium_advice(monkeypatch):
     assert "jaxrod.solve_static(model, t=t, load_steps=10)" in msg and "modal(model, state)" in msg
 
 
+def test_static_advice_fits_the_model(monkeypatch):
+    """A multibody system cannot take load_steps (no load factor): neither solve_static's nor
+    modal()'s advice may name it; they name the usual cause (a free coordinate) and state0."""
+    import jaxrod.integrate as integrate
+    from jaxrod.integrate import ConvergenceError
+    from jaxrod.integrate.implicit import _static_advice
+
+    system = MultibodySystem(_body())
+    assert not hasattr(system, "with_load_factor")
+    advice = _static_advice(system, 1)
+    assert "load_steps >" not in advice and "state0" in advice and "nothing holds" not in advice
+    assert _static_advice(jaxrod.DERModel(_der_rod(), clamped_edges=(0,)), 1) == "try load_steps > 1"
+
+    def fails(model, t=0.0, **kw):
+        raise ConvergenceError("static equilibrium did not converge: residual max-norm 1.0e+00, scaled error "
+                               f"1.0e+00 after 50 iterations; {advice}")
+
+    monkeypatch.setattr(integrate, "solve_static", fails)
+    with pytest.raises(ConvergenceError) as info:
+        jaxrod.modal(system)
+    msg = str(info.value)
+    assert "load_steps" not in msg
+    assert "state0" in msg and "modal(model, state)" in msg
+
+
 # ---- 7. unit strings in Python: refused, naming the parameter ----------------------------------
 def test_rigid_body_unit_string():
     with pytest.raises(TypeError, match=r"RigidBody\('b'\)\.mass \[kg\] must be a number .*got '1 kg' \(str\); "

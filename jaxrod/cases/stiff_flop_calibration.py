@@ -84,31 +84,52 @@ def _inputs(name, smoothing="centred"):
     return rec, times, p, load
 
 
-def _window_prediction(values, rec, times, p, load, t0, t1, n_segments, stretch_update=False):
-    import jax
+def _common_inputs(inputs):
+    """The recordings' ``(times, p, load)`` padded to one length and structure, so one compiled
+    program serves every recording and window (before: one 90-s compile per window).
 
-    n = int(round((t1 - t0) / sf.SAMPLE_DT))
-    f = jax.jit(lambda v, tt, pp, ll: sm.predict_tip(v, tt, pp, ll, t0=t0, n_steps=n, n_segments=n_segments,
-                                                     stretch_update=stretch_update))
-    tip, valid = f(values, times, p, load)
-    rows = rec.window(t0, t1)[: n + 1]
-    return rows, np.asarray(tip)[: rows.size], np.asarray(valid)[: rows.size]
+    Times continue at the sample step and the values hold their last sample, which is what the
+    clamped interpolation of the inputs gives past the end anyway; a recording without a tip load
+    gets a zero load (its terms add exact zeros)."""
+    length = max(t.size for t, _, _ in inputs.values())
+    out = {}
+    for name, (times, p, load) in inputs.items():
+        k = length - times.size
+        times = np.concatenate([times, times[-1] + sf.SAMPLE_DT * np.arange(1, k + 1)])
+        p = np.concatenate([p, np.repeat(p[-1:], k, axis=0)])
+        load = np.zeros((p.shape[0] - k, 6)) if load is None else load
+        load = np.concatenate([load, np.repeat(load[-1:], k, axis=0)])
+        out[name] = (times, p, load)
+    return out
 
 
 def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=False, stretch_update=False):
     """Rows of the error table (dicts) and the predictions ``{(name, t0, t1): (rows, tip)}``;
     ``smoothing`` of the inputs (:data:`SMOOTHING`), ``whole``: also the :data:`WHOLE` windows;
-    ``stretch_update``: the model option (:func:`jaxrod.scenes.stiff_flop.stiff_flop_model`)."""
+    ``stretch_update``: the model option (:func:`jaxrod.scenes.stiff_flop.stiff_flop_model`).
+
+    Every dynamic window is one run of the same compiled program (start time traced, the longest
+    window's step count, the rest of the run cut off), and every recording's static equilibria one
+    call of a second program."""
     import jax
 
+    recs, inputs = {}, {}
+    for name in sf.RECORDINGS:
+        rec, times, p, load = _inputs(name, smoothing)
+        recs[name], inputs[name] = rec, (times, p, load)
+    inputs = _common_inputs(inputs)
+    windows = DYNAMIC + (WHOLE if whole else ())
+    n_max = max(int(round((t1 - t0) / sf.SAMPLE_DT)) for _, t0, t1, _ in windows)
+    run = jax.jit(lambda v, tt, pp, ll, t0: sm.predict_tip(v, tt, pp, ll, t0=t0, n_steps=n_max, n_segments=n_segments,
+                                                           stretch_update=stretch_update))
     table, preds = [], {}
-    cache = {}
-    for name, t0, t1, split in DYNAMIC + (WHOLE if whole else ()):
-        if name not in cache:
-            cache[name] = _inputs(name, smoothing)
-        rec, times, p, load = cache[name]
+    for name, t0, t1, split in windows:
+        rec = recs[name]
         w = time.perf_counter()
-        rows, tip, valid = _window_prediction(values, rec, times, p, load, t0, t1, n_segments, stretch_update)
+        n = int(round((t1 - t0) / sf.SAMPLE_DT))
+        tip, valid = run(values, *inputs[name], t0)
+        rows = rec.window(t0, t1)[: n + 1]
+        tip, valid = np.asarray(tip)[: rows.size], np.asarray(valid)[: rows.size]
         if not valid.all():
             say(f"  warning: {name} {t0}-{t1} s: {int((~valid).sum())} frames from unconverged steps")
         e, rel = sf.tip_error(tip, rec.tip[rows])
@@ -120,13 +141,13 @@ def evaluate_all(values, n_segments=3, say=print, smoothing="centred", whole=Fal
             f"[{time.perf_counter() - w:.1f} s]")
     static = jax.jit(lambda v, tt, pp, ll, at: sm.static_tips(v, tt, pp, ll, at, n_segments=n_segments,
                                                               stretch_update=stretch_update))
+    k_max = max(len(sf.STATIC_TIMES[name]) for name in sf.RECORDINGS)
     for name in sf.RECORDINGS:
-        if name not in cache:
-            cache[name] = _inputs(name, smoothing)
-        rec, times, p, load = cache[name]
-        at = np.asarray(sf.STATIC_TIMES[name])
+        rec = recs[name]
+        at = np.asarray(sf.STATIC_TIMES[name], dtype=float)
         groups = [("in-sample", at < TRAIN[2]), ("held-out", at >= TRAIN[2])] if name == TRAIN[0] else [("held-out", at == at)]
-        tips = np.asarray(static(values, times, p, load, at))
+        padded = np.concatenate([at, np.repeat(at[-1:], k_max - at.size)])
+        tips = np.asarray(static(values, *inputs[name], padded))[: at.size]
         for split, sel in groups:
             if not sel.any():
                 continue

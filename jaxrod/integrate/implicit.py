@@ -435,7 +435,7 @@ def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=
             raise ConvergenceError(
                 f"static equilibrium did not converge: residual max-norm {float(result.residual_norm):.3e}, "
                 f"scaled error {float(result.error_estimate):.3e} after {int(result.iterations)} "
-                f"iterations; try load_steps > {load_steps}"
+                f"iterations; {_static_advice(model, load_steps)}"
             )
     return State(q, jnp.zeros_like(q), _update_aux_jit(model, q, state.aux)), result
 
@@ -464,6 +464,15 @@ def _static_increment(model, state, t, solver, q, s, scaled):
 
     res = newton_solve(residual, q, None, solver)
     return jnp.where(fixed, qb, res.value), res
+
+
+def _static_advice(model, load_steps):
+    """What to try after a failed static solve: more load steps where the model can scale its loads;
+    otherwise (multibody systems) the usual cause, a coordinate that nothing holds."""
+    if hasattr(model, "with_load_factor"):
+        return f"try load_steps > {load_steps}"
+    return ("the model cannot scale its loads (no load_steps); check that every coordinate is held "
+            "(a joint with no spring or limit along gravity has no static equilibrium) or pass a closer state0")
 
 
 def _static(model, state, t, solver, load_steps):

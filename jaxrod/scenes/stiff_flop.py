@@ -431,14 +431,33 @@ def predict_tip(values, times, pressures, load, *, t0: float, n_steps: int, n_se
     from ..integrate.schemes import NewmarkBeta
 
     model = stiff_flop_model(times, pressures, load, n_segments=n_segments, stretch_update=stretch_update, **values)
-    rest, _ = solve_static(model, t=0.0, throw=False)
-    start, _ = solve_static(model, t=t0, throw=False)
+    rest, start = _rest_and_start(model, t0)
     k = int(substeps)
     traj = simulate(
-        model, dt=SAMPLE_DT / k, n_steps=int(n_steps) * k, state0=start, t0=t0, scheme=NewmarkBeta(),
+        # start="rest": ``start`` is the static equilibrium at t0 (v = 0), where the consistent
+        # acceleration is 0 to the static solve's tolerance; solving for it would compile a third
+        # Newton program into every run
+        model, dt=SAMPLE_DT / k, n_steps=int(n_steps) * k, state0=start, t0=t0, scheme=NewmarkBeta(start="rest"),
         save_every=k, throw=False, fallback=False,  # one scheme compiled: the fit differentiates it
     )
     return traj.tip - model.tip_point(rest.q) + rest_tip(), traj.valid
+
+
+def _rest_and_start(model, t0):
+    """The static equilibria at t = 0 and at ``t0`` (traced or not) [s]: one traced solve run twice
+    by a ``lax.scan`` (two calls of ``solve_static`` put two copies of its program, a quarter of a
+    :func:`predict_tip` program, into every compiled run); the second starts from the first."""
+    from ..integrate import solve_static
+
+    def solve(state, t):
+        st, _ = solve_static(model, t=t, state0=state, throw=False)
+        return st, st
+
+    ts = jnp.stack([jnp.zeros(()), jnp.asarray(t0, dtype=float)])
+    _, states = jax.lax.scan(solve, model.initial_state(), ts)
+    rest = jax.tree_util.tree_map(lambda x: x[0], states)
+    start = jax.tree_util.tree_map(lambda x: x[1], states)
+    return rest, start
 
 
 def static_tips(values, times, pressures, load, at_times, *, n_segments: int = 3, stretch_update: bool | str = False):
@@ -491,7 +510,9 @@ def stiff_flop_actuated(
         model,
         dt=SAMPLE_DT if dt is None else dt,
         duration=float(rec.times[-1]) if duration is None else duration,
-        scheme=NewmarkBeta(),
+        # it starts at rest in the static equilibrium of the inputs at t = 0, where the consistent
+        # acceleration is 0 (to the static tolerance): no acceleration solve to compile
+        scheme=NewmarkBeta(start="rest"),
         state0=rest,
         reference={"tip_axis": 2, "recording": rec.name, "measured_times_s": rec.times, "measured_tip_m": rec.tip},
     )

@@ -221,7 +221,9 @@ reverse mode pays off when there are many parameters (see `tests/test_cosserat.p
 
 def loss(E):
     \"\"\"Mean squared tip x displacement [m^2] over 1 s (BDF2, 200 steps) from the static state at this E.\"\"\"
-    traj = jaxrod.simulate(model_with_E(E), dt=0.005, n_steps=200, scheme=D.bdf2())
+    # fallback=False: under jax.jvp the solver's Levenberg-Marquardt fallback would otherwise be
+    # compiled into every step (about twice the compile time); a failed step fails the run instead
+    traj = jaxrod.simulate(model_with_E(E), dt=0.005, n_steps=200, scheme=D.bdf2(), fallback=False)
     return jnp.mean(traj.tip[:, 0] ** 2)
 
 E0 = float(rod.youngs_modulus)

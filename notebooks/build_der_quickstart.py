@@ -150,7 +150,10 @@ checks the result; it reuses the compiled forward program because only array val
     return eqx.tree_at(lambda m: (m.rod.youngs_modulus, m.rod.shear_modulus), model, (E, E / 3.0))
 
 def tip_uz(E):
-    tr = jaxrod.simulate(model_with_E(E), dt=scene.dt, duration=scene.duration, scheme=scene.scheme)
+    # fallback=False: under jax.grad the backward-Euler retry would be compiled into every step
+    # (a smaller program; a step that fails makes the run fail instead of being retried)
+    tr = jaxrod.simulate(model_with_E(E), dt=scene.dt, duration=scene.duration, scheme=scene.scheme,
+                         fallback=False)
     return tr.tip[:, 2] - tr.tip[0, 2]
 
 measured = tip_uz(1.2e5)

@@ -24,6 +24,7 @@ import pytest
 import jaxrod
 from jaxrod.scenes import get_scene
 from jaxrod.scenes.contact import rod_coiling
+from long_runs import jit_long_run
 
 SMALL = {"n_nodes": 61, "length": 0.5, "youngs_modulus": 1.5e5, "duration": 3.5}
 SAVE_EVERY = 4  # 20 ms between frames at the scene dt of 5 ms
@@ -70,6 +71,20 @@ def laid_turning(x, h, delta, skip=0.0):
     return float(th[-1] - th[0]), float(np.sum(np.abs(np.diff(th)))), float(np.sum(le[keep][1:]))
 
 
+@jit_long_run  # 700 contact steps: compiled at XLA's default optimisation (tests/long_runs.py)
+def _simulate(model, dt, duration, scheme, solver):
+    return jaxrod.simulate(
+        model,
+        dt=dt,
+        duration=duration,
+        scheme=scheme,
+        solver=solver,
+        save_every=SAVE_EVERY,
+        throw=False,
+        fallback=False,  # Newton converges at every step by itself (no backward-Euler retry)
+    )
+
+
 @pytest.fixture(scope="module")
 def coiling_runs():
     """Both stiffnesses in one compiled program: the stiff rod's array leaves (rod, start) are
@@ -79,15 +94,7 @@ def coiling_runs():
     model_stiff = eqx.tree_at(lambda m: (m.rod, m.q0), soft.model, (stiff.model.rod, stiff.model.q0))
     out = []
     for scene, model in ((soft, soft.model), (stiff, model_stiff)):
-        traj = jaxrod.simulate(
-            model,
-            dt=soft.dt,
-            duration=soft.duration,
-            scheme=soft.scheme,
-            solver=soft.solver,
-            save_every=SAVE_EVERY,
-            throw=False,
-        )
+        traj = _simulate(model, soft.dt, soft.duration, soft.scheme, soft.solver)
         out.append(
             {
                 "scene": scene,

@@ -37,6 +37,7 @@ from jaxrod.scenes.contact import analytic_kinetic_energy, friction_validation, 
 from jaxrod.integrate import implicit_step
 from jaxrod.solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from jaxrod.integrate.schemes import BackwardEuler
+from long_runs import jit_long_run
 
 FRESH = jaxrod.NewtonSolver(linear_solver=None, reuse_jacobian=False, rtol=1e-11, atol=1e-11)
 
@@ -141,10 +142,12 @@ def _crossing_rod(stiffness):
 
 @pytest.fixture(scope="module")
 def crossing_runs():
-    @eqx.filter_jit
+    @jit_long_run  # 2 x 150 contact steps: XLA's default optimisation (tests/long_runs.py)
     def run(model):
+        # fallback=False: every step converges with the fresh-Jacobian Newton itself
         traj = jaxrod.simulate(
-            model, dt=2e-3, n_steps=150, scheme=jaxrod.BackwardEuler(), solver=FRESH, save_every=5, throw=False
+            model, dt=2e-3, n_steps=150, scheme=jaxrod.BackwardEuler(), solver=FRESH, save_every=5, throw=False,
+            fallback=False,
         )
         return traj.positions, traj.stats.converged
 

@@ -28,6 +28,7 @@ import jaxrod
 from jaxrod.models.der.contact import segment_distance
 from jaxrod.scenes import get_scene
 from jaxrod.scenes.network import gripper
+from long_runs import jit_long_run
 
 NF, N, L = 3, 10, 0.1
 N_STEPS, DT, RAMP = 100, 2.5e-3, 0.1  # 0.25 s: ramp 0.1 s, then 0.15 s free
@@ -56,10 +57,12 @@ def min_distances(model, positions):
     return np.asarray(D.min(axis=1))
 
 
-@eqx.filter_jit
+@jit_long_run  # 3 runs of 100 contact steps: XLA's default optimisation (long_runs.py)
 def _run(model, solver):
+    # fallback=False: every step converges with the Newton solver itself (no backward-Euler half
+    # steps behind it; under jit they would be compiled into every step)
     traj = jaxrod.simulate(
-        model, dt=DT, n_steps=N_STEPS, scheme=jaxrod.BackwardEuler(), solver=solver, throw=False
+        model, dt=DT, n_steps=N_STEPS, scheme=jaxrod.BackwardEuler(), solver=solver, throw=False, fallback=False
     )
     return traj.positions, traj.q, traj.v, traj.stats
 

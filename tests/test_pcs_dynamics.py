@@ -79,7 +79,7 @@ def test_gradient_of_trajectory_loss_wrt_youngs_modulus_matches_fd():
     """d loss / dE through 20 Newmark steps (each Newton solve differentiated implicitly) against a
     central difference. One parameter: forward mode, and one compiled program (the jvp, whose primal
     output is the loss) serves the derivative and both finite-difference runs. Reverse mode through
-    the time loop and through the fallback machinery is checked in test_der_gradients.py and
+    the time loop is checked in test_der_gradients.py, through the fallback machinery in
     test_failures.py; both modes use the same implicit-function-theorem rule."""
     rod = PCSRod.rectangular(0.9, 3, 0.05, 0.02, youngs_modulus=110e3, density=1080.0, poisson_ratio=0.5,
                              viscosity=300.0)
@@ -89,7 +89,8 @@ def test_gradient_of_trajectory_loss_wrt_youngs_modulus_matches_fd():
     def loss(E_):
         m = eqx.tree_at(lambda m: m.rod.youngs_modulus, model, E_)
         m = eqx.tree_at(lambda m: m.rod.shear_modulus, m, E_ / 3.0)
-        tr = jaxrod.simulate(m, dt=0.004, n_steps=20, scheme=jaxrod.NewmarkBeta(), solver=solver)
+        # fallback=False: under jit the retry ladder would be compiled into every step
+        tr = jaxrod.simulate(m, dt=0.004, n_steps=20, scheme=jaxrod.NewmarkBeta(), solver=solver, fallback=False)
         return jnp.sum(tr.tip[:, 2] ** 2)
 
     value_and_slope = jax.jit(lambda E_: jax.jvp(loss, (E_,), (jnp.ones_like(E_),)))

@@ -13,6 +13,7 @@ import pytest
 
 import jaxrod
 from jaxrod.system import Fixed, MultibodySystem, PlanarPin, Revolute, RigidBody, Spherical
+from long_runs import jit_long_run
 
 # The rotation coordinates psi and the integrated multipliers mu grow with time (psi by omega t),
 # so a relative Newton tolerance on them loosens as a run goes on (measured: free body energy
@@ -334,6 +335,11 @@ def mechanisms():
     (5) and a welded pendulum (6, 7)."""
     parts = [_double_pendulum(), _four_bar(), _spherical_pendulum(), _welded_pendulum()]
     system = MultibodySystem(sum((b for b, _ in parts), []), sum((j for _, j in parts), []), gravity=[0, 0, -G])
+    return _run_mechanisms(system)
+
+
+@jit_long_run  # 2000 steps: compiled at XLA's default optimisation (tests/long_runs.py)
+def _run_mechanisms(system):
     # fallback=False: every step must converge with the energy-conserving scheme itself
     return jaxrod.simulate(system, dt=0.004, n_steps=2000, solver=SOLVER, fallback=False)
 

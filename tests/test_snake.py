@@ -212,7 +212,7 @@ def test_travelled_distance_derivative_wrt_gait_amplitude_matches_finite_differe
     """d(mean x displacement of the links)/d(A_h) through 100 steps of 1 ms of a 4-link snake's
     lateral undulation on orthotropic friction, forward mode (jax.jvp; the contact solves
     differentiated implicitly), against central differences (h = 1e-5 rad) of the same run.
-    With MoreauOptions(compliance=1e-3): rigid Coulomb contact on two spheres per link has, when it
+    With a compliance (MoreauOptions(compliance=...)): rigid Coulomb contact on two spheres per link has, when it
     slides, a continuum of solutions with different velocities (the iteration's start picks one),
     where no derivative exists (measured: the rigid runs' gradients and differences disagreed by 0.7 %
     with 2 links and 89 % with 4);

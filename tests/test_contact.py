@@ -123,6 +123,68 @@ def test_dropped_ball_impact_restitution(e):
         assert abs(vz_after - e * v_impact) < 0.02 * e * v_impact
 
 
+def _tilted_gravity(cs, tilt, heading=0.0):
+    """``cs`` with gravity tilted by ``tilt`` [rad] from -z towards the horizontal direction at
+    ``heading`` [rad] from +x: on the flat ground this is an incline of angle ``tilt`` whose downhill
+    direction is that heading (gravity is an array leaf: the program is the untilted one's)."""
+    g = G * np.array([np.sin(tilt) * np.cos(heading), np.sin(tilt) * np.sin(heading), -np.cos(tilt)])
+    return eqx.tree_at(lambda c: c.system.gravity, cs, jnp.asarray(g))
+
+
+@pytest.mark.parametrize("mu,rolls", [(0.2, True), (0.1, False)])
+def test_ball_on_a_30_degree_incline_rolls_or_slides(mu, rolls):
+    """A solid ball released at rest on a 30 deg incline: with mu = 0.2 it rolls at
+    a = 5/7 g sin 30 = 3.504 m/s^2 (the friction it needs, 2/7 m g sin 30 = 0.143 m g, is below
+    mu N = 0.173 m g); with mu = 0.1 it slides at a = g (sin 30 - mu cos 30) = 4.055 m/s^2 while
+    spinning up at 5/2 mu g cos 30 / r. Velocity-level impulses on a constant force: exact to
+    round-off every step."""
+    r, th = 0.1, np.radians(30.0)
+    tr = jaxrod.simulate(_tilted_gravity(ball((0.0, 0.0, r), mu=mu, r=r), th), dt=DT, n_steps=200)
+    t = np.asarray(tr.times)
+    v, w = np.asarray(tr.v[:, 0, 0]), np.asarray(tr.v[:, 0, 4])
+    acc = 5 / 7 * G * np.sin(th) if rolls else G * (np.sin(th) - mu * np.cos(th))
+    np.testing.assert_allclose(acc, 3.504 if rolls else 4.055, atol=5e-4)  # the issue's figures
+    np.testing.assert_allclose(v[1:], acc * t[1:], rtol=1e-9)
+    spin = acc if rolls else 2.5 * mu * G * np.cos(th)
+    np.testing.assert_allclose(w[1:] * r, spin * t[1:], rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(tr.impulses[1:, 0, 0]), 2.0 * G * np.cos(th) * DT, rtol=1e-9)
+
+
+def test_dropped_ball_apexes_energy_and_the_apex_derivative():
+    """Dropped from 1 m (gap) with e = 0.9: the apexes after the first three impacts are
+    e^2, e^4, e^6 m = 0.81, 0.656, 0.531 m (Newton's law; O(dt) error); the energy never increases
+    (exactly conserved in flight by the midpoint rule, lost only at impacts); with e = 0 the ball
+    stops at the impact, t = sqrt(2 / g) = 0.4515 s. d(first apex)/de = 2 e h = 1.8 m, by forward
+    mode through the contact solves, against central differences of the same run."""
+    h, r, m = 1.0, 0.1, 2.0
+    cs = ball((0.0, 0.0, r + h), mu=0.3, e=0.9, m=m, r=r)
+    tr = jaxrod.simulate(cs, dt=DT, n_steps=2500)
+    gap = np.asarray(tr.gaps[:, 0])
+    vz = np.asarray(tr.v[:, 0, 2])
+    apexes = [gap[k] for k in range(1, gap.size - 1) if vz[k - 1] > 0 >= vz[k]][:3]
+    np.testing.assert_allclose(apexes, [0.81, 0.6561, 0.531441], rtol=0.03)
+    E = np.asarray(cs.energy(tr.q, tr.v))
+    assert np.max(np.diff(E)) <= 1e-12 * abs(E[0])
+    assert E[-1] < 0.6 * E[0]  # three impacts took 1 - e^6 = 47% of the drop energy
+
+    stop = jaxrod.simulate(ball((0.0, 0.0, r + h), mu=0.3, e=0.0, m=m, r=r), dt=DT, n_steps=600)
+    k = int(np.argmax(np.asarray(stop.active[:, 0])))
+    assert abs(k * DT - 0.4515) <= 1.5 * DT + 1e-12  # the first frame after the impact
+    np.testing.assert_allclose(np.asarray(stop.v[k:, 0]), 0.0, atol=1e-12)
+
+    def first_apex(e):
+        c = eqx.tree_at(lambda c: c.restitution, cs, jnp.broadcast_to(e, cs.restitution.shape))
+        tr = jaxrod.simulate(c, dt=DT, n_steps=1200, save_every=1)
+        return jnp.max(tr.gaps[500:, 0])  # after the impact at 0.45 s, before the next at ~1.3 s
+
+    e0 = jnp.asarray(0.9)
+    val, d = jax.jit(lambda e: jax.jvp(first_apex, (e,), (jnp.ones_like(e),)))(e0)
+    run = jax.jit(first_apex)
+    fd = float((run(e0 + 1e-4) - run(e0 - 1e-4)) / 2e-4)
+    assert abs(float(d) - fd) < 1e-3 * abs(fd), (float(d), fd)
+    assert abs(float(d) - 1.8) < 0.05 * 1.8, float(d)
+
+
 def test_ball_rebounds_from_a_wall_with_newtons_law():
     """Frictionless ball sliding into the wall x = 0.5 at 2 m/s with e = 0.5: it leaves at -1 m/s
     (Newton's law is exact for a velocity not changed by other forces), the ground keeps
@@ -245,6 +307,23 @@ def test_box_on_an_incline_sticks_below_the_friction_angle_and_slides_above(tilt
         np.testing.assert_allclose(v[2:], acc * t[2:], rtol=1e-9)
         assert np.max(np.abs(s - 0.5 * acc * t**2)) < acc * t[-1] * DT
     np.testing.assert_allclose(np.asarray(tr.impulses[2:, :, 0]).sum(1), G * np.cos(th) * DT, rtol=1e-9)
+
+
+@pytest.mark.parametrize("factor", [0.97, 1.03])
+def test_box_pushed_at_45_degrees_breaks_away_at_the_ellipse_limit(factor):
+    """mu = (0.1 along x, 0.5 across): an in-plane load F at 45 deg to the principal axis is held
+    while (F cos45 / 0.1)^2 + (F sin45 / 0.5)^2 <= N^2, i.e. up to F = 0.1387 N (F / N =
+    1 / sqrt(0.5 / 0.01 + 0.5 / 0.25)); the load is the in-plane part of gravity tilted by
+    atan(F / N). At 0.97 of the limit the box stays put (no creep), at 1.03 it slides."""
+    limit = 1.0 / np.sqrt(0.5 / 0.1**2 + 0.5 / 0.5**2)
+    assert abs(limit - 0.1387) < 5e-5
+    th = np.arctan(factor * limit)
+    tr = jaxrod.simulate(_tilted_gravity(box((0.0, 0.0, 0.0), 0.1, 0.5), th, np.pi / 4), dt=DT, n_steps=150)
+    moved = np.max(np.abs(np.asarray(tr.positions[:, 0, :2]) - np.asarray(tr.positions[0, 0, :2])))
+    if factor < 1.0:
+        assert moved < 1e-12 and np.max(np.abs(np.asarray(tr.v))) < 1e-10  # round-off of the tilted load
+    else:
+        assert moved > 1e-4
 
 
 def test_oblique_slide_friction_lies_on_the_ellipse_law():

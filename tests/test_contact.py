@@ -326,6 +326,64 @@ def test_box_pushed_at_45_degrees_breaks_away_at_the_ellipse_limit(factor):
         assert moved > 1e-4
 
 
+@pytest.mark.parametrize("which", ["plane", "box"])
+def test_contact_jacobian_columns_are_the_derivatives_of_their_definitions(which):
+    """For a sphere off-centre on a tilted, spinning body: the normal column of W times u equals
+    the central difference of the gap along the motion ``displace(q, h u)``; the two tangential
+    columns equal the material contact point's velocity along t1, t2; the two rolling columns
+    equal the angular velocity along r (t_k x n). Against the ground plane (the box helper's four
+    corner spheres, the plane tilted) and against a box obstacle (a ball beside the box's corner)."""
+    from jaxrod.geometry import quat_to_rotation
+
+    rng = np.random.default_rng(3)
+    if which == "plane":
+        cs = box((0.0, 0.0, 0.0), 0.1, 0.5, tilt=0.3)
+    else:
+        cs = ball((0.0, 0.0, 1.0), box_centre=(0.35, 0.3, 0.95))
+    q0 = np.asarray(cs.initial_state().q)
+    q = np.asarray(cs.displace(jnp.asarray(q0), jnp.asarray(0.3 * rng.standard_normal(q0.shape[:1] + (6,)))))
+    u = rng.standard_normal((q.shape[0], 6))
+    unilateral = eqx.filter_jit(lambda m, qq: m.unilateral(qq))
+
+    def geo(qq):
+        return unilateral(cs, qq)
+
+    gaps, W = (np.asarray(a) for a in geo(jnp.asarray(q))[:2])
+    if which == "box":
+        W, gaps = W[:, 2:3], gaps[2:3]  # the box contact (0: ground, 1: wall, both far)
+    h = 1e-6
+    qp, qm = (np.asarray(cs.displace(jnp.asarray(q), jnp.asarray(s * h * u))) for s in (1.0, -1.0))
+    gp, gm = (np.asarray(geo(jnp.asarray(a))[0]) for a in (qp, qm))
+    if which == "box":
+        gp, gm = gp[2:3], gm[2:3]
+    wu = np.einsum("kcj,k->cj", W, u.ravel())  # (n_c, 5) contact velocities
+    np.testing.assert_allclose(wu[:, 0], (gp - gm) / (2 * h), rtol=1e-7, atol=1e-9)
+
+    # the material point of the body at the contact, rho = c - r n (c the sphere centre), moved
+    # along the same motion: its velocity along t1, t2; the body's angular velocity along r t_k x n
+    R = np.asarray(quat_to_rotation(jnp.asarray(q[:, 3:])))
+    for c in range(W.shape[1]):
+        sphere = c if which == "plane" else 0
+        bd = int(np.asarray(cs.sphere_body)[sphere])
+        rows = slice(6 * bd, 6 * bd + 3)
+        n, t1, t2 = W[rows, c, 0], W[rows, c, 1], W[rows, c, 2]
+        np.testing.assert_allclose([n @ t1, n @ t2, t1 @ t2, n @ n, t1 @ t1, t2 @ t2], [0, 0, 0, 1, 1, 1], atol=1e-12)
+        r = float(np.asarray(cs.radius)[sphere])
+        centre = q[bd, :3] + R[bd] @ np.asarray(cs.sphere_centre)[sphere]
+        p_body = R[bd].T @ (centre - r * n - q[bd, :3])
+
+        def point(qq):
+            return qq[bd, :3] + np.asarray(quat_to_rotation(jnp.asarray(qq[bd, 3:]))) @ p_body
+
+        v_point = (point(qp) - point(qm)) / (2 * h)
+        np.testing.assert_allclose([wu[c, 1], wu[c, 2]], [v_point @ t1, v_point @ t2], rtol=1e-7, atol=1e-9)
+        Rp, Rm = (np.asarray(quat_to_rotation(jnp.asarray(a[bd, 3:]))) for a in (qp, qm))
+        Om = (Rp - Rm) / (2 * h) @ R[bd].T  # skew(omega) in the world frame
+        omega = np.array([Om[2, 1], Om[0, 2], Om[1, 0]])
+        for k, tk in ((3, t1), (4, t2)):
+            np.testing.assert_allclose(wu[c, k], omega @ (r * np.cross(tk, n)), rtol=1e-7, atol=1e-9)
+
+
 def test_oblique_slide_friction_lies_on_the_ellipse_law():
     """mu_along = 0.1, mu_across = 0.5, sliding at 53 deg to the principal axis: every sliding step
     each contact's friction impulse lies ON the ellipse (P_x/mu_x)^2 + (P_y/mu_y)^2 = P_N^2 along

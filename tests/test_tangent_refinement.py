@@ -1,0 +1,155 @@
+"""Implicit-differentiation solves by iterative refinement (``NewtonSolver.tangent_refinement``):
+the tangent/adjoint systems at a Newton root are solved with the forward solve's (stale)
+factorisation as preconditioner and exact products of the residual linearised at the root. The
+gradients must equal those of the fresh factorisation at the root (``tangent_refinement=0``, the
+previous path) to round-off, and central finite differences; a preconditioner that does not
+converge must fall back to the fresh factorisation."""
+
+import dataclasses
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrod
+from jaxrod.integrate.implicit import DEFAULT_SOLVER
+from jaxrod.solvers.jacobian import DenseJacobianSolver
+from jaxrod.solvers.newton import TANGENT_RTOL, _refined_solve, _tangent_solve
+
+
+def _rel(a, b):
+    a, b = np.ravel(np.asarray(a)), np.ravel(np.asarray(b))
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+# ---- the refinement itself (dense 12 x 12, cheap) -------------------------------------------------
+RNG = np.random.default_rng(3)
+A = jnp.asarray(np.eye(12) * 4.0 + RNG.standard_normal((12, 12)))
+B = jnp.asarray(RNG.standard_normal(12))
+
+
+def _nan_solve(b):
+    """A fallback that poisons the result: a finite answer proves it was not taken."""
+    return b * jnp.nan
+
+
+def test_refinement_converges_without_the_fallback_and_matches_the_direct_solve():
+    ls = DenseJacobianSolver()
+    near = ls.factor(A + 0.05 * jnp.asarray(RNG.standard_normal((12, 12))))  # a chord-like stale matrix
+    x = _refined_solve(lambda v: A @ v, lambda r: ls.solve(near, r), _nan_solve, B, 20)
+    xt = _refined_solve(lambda v: A.T @ v, lambda r: ls.solve_transpose(near, r), _nan_solve, B, 20)
+    assert np.all(np.isfinite(np.asarray(x))) and np.all(np.isfinite(np.asarray(xt)))
+    assert _rel(x, np.linalg.solve(A, B)) < 100 * TANGENT_RTOL
+    assert _rel(xt, np.linalg.solve(A.T, B)) < 100 * TANGENT_RTOL
+
+
+@pytest.mark.parametrize("which", ["diverging", "too_slow"])
+def test_refinement_falls_back_to_the_fresh_solve(which):
+    ls = DenseJacobianSolver()
+    # diverging: a preconditioner of the wrong sign; too slow: contraction ~0.9 needs ~250 steps
+    pre = ls.factor(-A) if which == "diverging" else ls.factor(10.0 * A)
+    marker = jnp.full(12, 7.0)
+    x = _refined_solve(lambda v: A @ v, lambda r: ls.solve(pre, r), lambda b: marker, B, 20)
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(marker))
+
+
+def test_tangent_solve_forward_and_reverse_equal_the_fresh_factorisation():
+    """Through ``custom_linear_solve``: d/dc of ``w . x(c)`` with ``A x = c`` (reverse mode uses the
+    transposed refinement), against the fresh-factorisation path."""
+    ls = DenseJacobianSolver()
+    near = ls.factor(A + 0.05 * jnp.asarray(RNG.standard_normal((12, 12))))
+    w = jnp.asarray(RNG.standard_normal(12))
+
+    def out(c, refine):
+        return w @ _tangent_solve(ls, lambda v: A @ v, c, refine)
+
+    g_new = jax.grad(out)(B, (near, True, 20))
+    g_old = jax.grad(out)(B, None)
+    assert _rel(g_new, g_old) < 100 * TANGENT_RTOL
+    assert _rel(g_new, np.linalg.solve(A.T, w)) < 100 * TANGENT_RTOL
+    t_new = jax.jvp(lambda c: _tangent_solve(ls, lambda v: A @ v, c, (near, True, 20)), (B,), (w,))[1]
+    assert _rel(t_new, np.linalg.solve(A, w)) < 100 * TANGENT_RTOL
+
+
+def test_tangent_refinement_must_be_a_non_negative_int():
+    with pytest.raises(ValueError, match="tangent_refinement"):
+        jaxrod.NewtonSolver(tangent_refinement=-1)
+
+
+# ---- through simulations: refine == refactor == central differences ---------------------------------
+def _both(loss_of_solver, p0, base):
+    """Gradients with refinement (default) and with the fresh factorisation, one jit each."""
+    out = {}
+    for k in (20, 0):
+        solver = dataclasses.replace(base, tangent_refinement=k)
+        out[k] = jax.jit(jax.value_and_grad(lambda p, s=solver: loss_of_solver(s, p)))(p0)
+    return out[20], out[0]
+
+
+def test_der_gradient_equals_fresh_factorisation_path():
+    """Small DER cantilever (7 nodes, 8 backward-Euler steps, chord Jacobians carried across steps
+    with the default tolerances): the preconditioner is often a Jacobian of an earlier step."""
+    n = 7
+    base = dataclasses.replace(DEFAULT_SOLVER, rtol=1e-12, atol=1e-14)
+
+    def loss(solver, p):
+        pts = np.stack([np.linspace(0, 0.3, n), np.zeros(n), np.zeros(n)], axis=1)
+        rod = jaxrod.DERRod.from_polyline(pts, rest="stress_free", youngs_modulus=p[0], density=p[1], radius=0.01)
+        model = jaxrod.DERModel(rod, clamped_edges=(0,), gravity=(0.0, 0.0, -9.8),
+                                point_forces=jnp.zeros((n, 3)).at[-1].set(jnp.stack([0.01, p[2], -0.02])))
+        tr = jaxrod.simulate(model, dt=0.01, n_steps=8, scheme="backward_euler", solver=solver)
+        return jnp.sum(tr.tip[:, 2]) + 0.3 * jnp.sum(tr.tip[:, 1])
+
+    p0 = jnp.asarray([2e6, 1200.0, 0.01])
+    (v_new, g_new), (v_old, g_old) = _both(loss, p0, base)
+    assert float(v_new) == float(v_old)  # the forward run is untouched
+    assert np.all(np.abs(np.asarray(g_old)) > 0)
+    assert _rel(g_new, g_old) < 1e-8
+    # central differences on each parameter (the primal of the compiled program)
+    f = jax.jit(lambda p: loss(base, p))
+    for i, h in enumerate(1e-5 * np.asarray(p0)):
+        e = jnp.zeros(3).at[i].set(h)
+        fd = (f(p0 + e) - f(p0 - e)) / (2 * h)
+        assert float(g_new[i]) == pytest.approx(float(fd), rel=1e-5), i
+
+
+def test_pcs_gradient_equals_fresh_factorisation_path():
+    """PCS rod (2 segments, Newmark, 10 steps; dense Jacobians, no chord reuse: the preconditioner
+    is the Jacobian of Newton's second-last iterate)."""
+    from jaxrod.models.pcs import PCSModel, PCSRod
+
+    rod = PCSRod.rectangular(0.9, 2, 0.05, 0.02, youngs_modulus=110e3, density=1080.0, poisson_ratio=0.5,
+                             viscosity=300.0)
+    m0 = PCSModel(rod, gravity=(0, 0, -9.81), points_per_segment=2)
+    base = jaxrod.NewtonSolver(rtol=1e-12, atol=1e-12, max_steps=30)
+
+    def loss(solver, p):
+        m = eqx.tree_at(lambda m: (m.rod.youngs_modulus, m.rod.shear_modulus), m0, (p, p / 3.0))
+        tr = jaxrod.simulate(m, dt=0.004, n_steps=10, scheme=jaxrod.NewmarkBeta(), solver=solver)
+        return jnp.sum(tr.tip[:, 2] ** 2)
+
+    (v_new, g_new), (v_old, g_old) = _both(loss, jnp.asarray(110e3), base)
+    assert abs(float(g_old)) > 0
+    assert _rel(g_new, g_old) < 1e-8
+
+
+@pytest.mark.slow
+def test_cosserat_gradient_equals_fresh_factorisation_path():
+    """Cosserat shooting (till weight release, 12 points, 6 BDF-alpha steps, chord reuse)."""
+    from jaxrod.integrate.schemes import DifferenceFormula
+    from jaxrod.scenes import get_scene
+
+    m0 = get_scene("till-weight-release", n_points=12, integrator="euler").model
+    base = jaxrod.NewtonSolver(rtol=1e-12, atol=1e-12, max_steps=25, reuse_jacobian=True)
+
+    def loss(solver, p):
+        m = eqx.tree_at(lambda m: (m.rod.youngs_modulus, m.tip_force), m0, (p[0], jnp.stack([-p[1], 0.0, 0.0])))
+        tr = jaxrod.simulate(m, dt=0.004, n_steps=6, scheme=DifferenceFormula.bdf_alpha(-0.4), solver=solver)
+        return jnp.sum((tr.tip[:, 0] - tr.tip[0, 0]) ** 2)
+
+    p0 = jnp.asarray([float(m0.rod.youngs_modulus), float(-m0.tip_force[0])])
+    (v_new, g_new), (v_old, g_old) = _both(loss, p0, base)
+    assert np.all(np.abs(np.asarray(g_old)) > 0)
+    assert _rel(g_new, g_old) < 1e-8

@@ -5,10 +5,11 @@ Every case is a scalar loss of a ``jaxrod.simulate`` trajectory with respect to 
 Three compiled programs per case: the forward loss, and ``jax.value_and_grad`` of it with the
 implicit-differentiation solves of every Newton solve done two ways (``NewtonSolver.tangent_refinement``):
 
-* ``refactor`` (``tangent_refinement=0``, the solver before this benchmark): a fresh Jacobian of
-  the residual at the root (one JVP per colour) and its factorisation, per Newton solve;
-* ``refine`` (default): iterative refinement preconditioned by the factorisation the forward
-  Newton ended with, exact products with the residual linearised at the root.
+* ``refactor`` (``tangent_refinement=0``, the default): a fresh Jacobian of the residual at the
+  root (one JVP per colour) and its factorisation, per Newton solve;
+* ``refine`` (``tangent_refinement=20``): iterative refinement preconditioned by the
+  factorisation the forward Newton built in the same solve, exact products with the residual
+  linearised at the root (the fresh factorisation when there is none or it does not converge).
 
 Process CPU (``time.process_time``, all threads) is reported, not wall time: the machine may be
 shared (the load average is printed). Each program is timed in interleaved rounds (forward,

@@ -437,7 +437,7 @@ def newton_solve(
             leaves, tree = jax.tree_util.tree_flatten(aux[-1])
             fac = jax.tree_util.tree_unflatten(tree, [a.astype(d) for a, d in zip(leaves, fac_dtypes)])
             # only a Jacobian built in this solve (at one of its iterates, close to the root)
-            # contracts fast enough; one carried from earlier steps went straight to the fresh
+            # contracts fast enough; one carried from earlier steps goes straight to the fresh
             # factorisation (measured, DER 41 nodes: refining with those too made the gradient
             # 26% slower than the fresh factorisation alone)
             return fac, aux[2] > 0.5

@@ -231,6 +231,8 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
 
 def edge_tangents(q, topo):
     """Unit tangents ``(E, 3)`` of the global edges of state ``q`` ``(R, 4)``."""
+    if topo.chain:
+        return edges(q[:, :3])[2]
     pos = q[:, :3]
     e = pos[topo.edge_nodes[:, 1]] - pos[topo.edge_nodes[:, 0]]
     return e / jnp.linalg.norm(e, axis=-1)[:, None]

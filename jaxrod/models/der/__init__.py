@@ -1,10 +1,12 @@
-"""Discrete elastic rods (DisMech/Bergou et al.): frames.py (kinematics), energies.py,
-rod.py (:class:`DERRod`), contact.py (IMC contact and smooth Coulomb friction:
-:class:`FloorContact`, :class:`RodRodContact`), network.py (:class:`DERNetwork`: several rods joined by elastic joints, and everything a
-rod model does), dynamics.py (:class:`DERModel`: the one-limb network built from one rod), motion.py (measured clamp
-poses :class:`ClampMotion`; sampled prescribed values :class:`~jaxrod.signals.SampledMotion` and the
-actuation ramp :class:`~jaxrod.signals.LinearRamp` are in :mod:`jaxrod.signals`), waves.py
-(:class:`CurvatureWave`: a travelling wave of natural curvature, a continuum snake's muscles)."""
+"""Discrete elastic rods (DisMech/Bergou et al.): frames.py (the one stencil kinematics and
+the reference frames), energies.py, rod.py (:class:`DERRod`), contact.py (IMC contact and smooth
+Coulomb friction: :class:`FloorContact`, :class:`RodRodContact`), network.py (:class:`DERNetwork`:
+several rods joined by elastic joints, the one DER model), dynamics.py (:class:`DERModel`: the
+one-limb network built from one rod), topology.py (:class:`Joint`, the network numbering and
+stencils), motion.py (measured clamp poses :class:`ClampMotion`; sampled prescribed values
+:class:`~jaxrod.signals.SampledMotion` and the actuation ramp :class:`~jaxrod.signals.LinearRamp`
+are in :mod:`jaxrod.signals`), waves.py (:class:`CurvatureWave`: a travelling wave of natural
+curvature, a continuum snake's muscles)."""
 
 from ...signals import LinearRamp, SampledMotion
 from .contact import FloorContact, RodRodContact

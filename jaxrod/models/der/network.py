@@ -1055,8 +1055,10 @@ class DERNetwork(AbstractImplicitModel):
 
     def node_radius(self):
         """``(M,)`` contact radius of each node [m]: the largest radius of its incident edges."""
+        if self.topology.chain:  # one rod: its radius at every node (traced or not)
+            return jnp.broadcast_to(jnp.asarray(self.limbs[0].radius, dtype=float), (self.n_nodes,))
         en = self.topology.edge_nodes
-        if not any(is_traced(limb.radius) for limb in self.limbs):
+        if not is_traced(en) and not any(is_traced(limb.radius) for limb in self.limbs):
             r = np.concatenate([np.broadcast_to(np.asarray(limb.radius, float), (limb.n_nodes - 1,)) for limb in self.limbs])
             out = np.zeros(self.n_nodes)
             np.maximum.at(out, np.asarray(en[:, 0]), r)

@@ -490,7 +490,9 @@ class DERNetwork(AbstractImplicitModel):
             clamped_edges: ``[(limb, edge), ...]``: fixes both nodes and the twist of each edge.
             fixed_nodes: ``[(limb, node), ...]`` positions prescribed (pinned).
             fixed_edges: ``[(limb, edge), ...]`` twist angles prescribed.
-            motion: static ``m(t) -> (R, 4)``; default: fixed DOFs keep their ``q0`` values.
+            motion: ``m(t) -> (R, 4)``: a plain function (static) or an ``eqx.Module`` (traced,
+                e.g. :class:`~jaxrod.signals.SampledMotion`); default: fixed DOFs keep their
+                ``q0`` values.
             q0: ``(R, 4)``; default the rest configuration.
             v0: ``(R, 4)``; default at rest.
             natural_curvature_fn: actuation map of the natural curvature (see the class docstring).

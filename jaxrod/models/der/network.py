@@ -600,9 +600,10 @@ class DERNetwork(AbstractImplicitModel):
         default_q0 = q0 is None
         if q0 is None and traced:
             q0 = jnp.zeros((R, 4)).at[:M, :3].set(self._rest_node_positions())
-        elif q0 is None:
+        elif q0 is None:  # NumPy throughout: under a transformation jnp.asarray gives a tracer
             q0 = np.zeros((R, 4))
-            q0[:M, :3] = np.asarray(self._rest_node_positions())
+            pts = np.concatenate([np.asarray(limb.rest_positions) for limb in limbs])
+            q0[:M, :3] = pts[np.asarray(topo.node_source, dtype=np.int64)]
         self.q0 = jnp.asarray(q0, dtype=float)
         check_shape("q0", self.q0, (R, 4))
         check_finite("q0", self.q0)
@@ -801,7 +802,9 @@ class DERNetwork(AbstractImplicitModel):
 
     def edge_twist_inertia(self):
         """``(E,)`` twist inertia [kg m^2] ``rho A l h^2 / 2`` of each edge."""
-        return jnp.concatenate([limb.edge_twist_inertia() for limb in self.limbs])
+        if self.topology.chain:  # the rod's own values, rounded the same way
+            return self.limbs[0].edge_twist_inertia()
+        return self._per_edge(lambda r: r.density * r.area * r.radius**2 / 2.0) * self.rest_lengths()
 
     # ---- actuation helpers -------------------------------------------------------------------
     def with_limb_natural_curvature(self, limb: int, kappa_bar) -> DERNetwork:

@@ -179,18 +179,23 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
     stencil its own space-parallel pair of reference frames; this is the same up to a constant
     rotation, which leaves the isotropic bending energy unchanged).
     """
-    if topo is None or topo.chain:
+    # the operations in the order of the two former copies (chain and network): the order in which
+    # q's entries are used sets the summation order of their derivatives (round-off)
+    chain = topo is None or topo.chain
+    if chain:
         X = jnp.concatenate([q[:-2], q[1:-1], q[2:, :3]], axis=1)  # (N-2, 11)
-        tha, thb = X[:, 3], X[:, 7]
-        t_old, d_old = frames.tangent, frames.d1
-        old_a = (_vec(d_old[:-1]), _vec(t_old[:-1]))
-        old_b = (_vec(d_old[1:]), _vec(t_old[1:]))
-        e = q[1:, :3] - q[:-1, :3]
     else:
         sn, se, sg = topo.stencil_nodes, topo.stencil_edges, topo.stencil_signs
         X = jnp.concatenate(
             [q[sn[:, 0], :3], q[se[:, 0], 3:], q[sn[:, 1], :3], q[se[:, 1], 3:], q[sn[:, 2], :3]], axis=1
         )
+    xa, xb, xc = (X[:, 0], X[:, 1], X[:, 2]), (X[:, 4], X[:, 5], X[:, 6]), (X[:, 8], X[:, 9], X[:, 10])
+    if chain:
+        tha, thb = X[:, 3], X[:, 7]
+        t_old, d_old = frames.tangent, frames.d1
+        old_a = (_vec(d_old[:-1]), _vec(t_old[:-1]))
+        old_b = (_vec(d_old[1:]), _vec(t_old[1:]))
+    else:
         s_e, s_f = sg[:, 0], sg[:, 1]
         tha, thb = s_e * X[:, 3], s_f * X[:, 7] - topo.stencil_twist_offset
         F = jnp.concatenate(
@@ -204,9 +209,6 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
         )
         old_a = ((F[:, 0], F[:, 1], F[:, 2]), (F[:, 3], F[:, 4], F[:, 5]))
         old_b = ((F[:, 6], F[:, 7], F[:, 8]), (F[:, 9], F[:, 10], F[:, 11]))
-        en = topo.edge_nodes
-        e = q[en[:, 1], :3] - q[en[:, 0], :3]
-    xa, xb, xc = (X[:, 0], X[:, 1], X[:, 2]), (X[:, 4], X[:, 5], X[:, 6]), (X[:, 8], X[:, 9], X[:, 10])
     ea = tuple(b - a for a, b in zip(xa, xb))
     eb = tuple(c - b for b, c in zip(xb, xc))
     ta = tuple(e / jnp.sqrt(_dot(ea, ea)) for e in ea)
@@ -225,6 +227,11 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
     kb = tuple(2.0 * k / chi for k in _cross(ta, tb))
     k1 = 0.5 * _dot(kb, m2)
     k2 = -0.5 * _dot(kb, m1)
+    if chain:
+        e = q[1:, :3] - q[:-1, :3]
+    else:
+        en = topo.edge_nodes
+        e = q[en[:, 1], :3] - q[en[:, 0], :3]
     lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
     return Kinematics(lengths, k1, k2, thb - tha + beta, beta)
 

@@ -261,6 +261,13 @@ def _frames(aux):
     return aux.frames if isinstance(aux, ContactAux) else aux
 
 
+def _pad_rows(f, M, R, chain):
+    """``(R, 4)`` generalised forces from nodal forces ``f`` ``(M, 3)`` (zero twist and padding)."""
+    if chain:  # one op, not a scatter (the single rod's program); several limbs keep their scatter
+        return jnp.pad(f, ((0, R - M), (0, 1)))
+    return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
+
+
 def _concat(arrays):
     """``jnp.concatenate`` that returns a single array as it is (no op in the program)."""
     return arrays[0] if len(arrays) == 1 else jnp.concatenate(arrays)
@@ -739,14 +746,16 @@ class DERNetwork(AbstractImplicitModel):
     @property
     def natural_curvature(self):
         """``(S, 2)`` stored natural curvature of all stencils (limb stencils then joints)."""
-        joints = [self.joint_natural_curvature] if self.joints else []
-        return _concat([limb.natural_curvature for limb in self.limbs] + joints)
+        if self.topology.chain:
+            return self.limbs[0].natural_curvature
+        return jnp.concatenate([limb.natural_curvature for limb in self.limbs] + [self.joint_natural_curvature])
 
     @property
     def natural_twist(self):
         """``(S,)`` stored natural twist [rad] of all stencils."""
-        joints = [self.joint_natural_twist] if self.joints else []
-        return _concat([limb.natural_twist for limb in self.limbs] + joints)
+        if self.topology.chain:
+            return self.limbs[0].natural_twist
+        return jnp.concatenate([limb.natural_twist for limb in self.limbs] + [self.joint_natural_twist])
 
     def natural_curvature_at(self, t):
         """``(S, 2)`` natural curvature used at time ``t`` [s] (after ``natural_curvature_fn``)."""
@@ -965,9 +974,12 @@ class DERNetwork(AbstractImplicitModel):
     def mass(self):
         """``(R, 4)`` lumped masses [kg] on positions, twist inertias [kg m^2]; 1 on padding."""
         M, E, R = self.n_nodes, self.n_edges, self.topology.n_rows
-        # padding rows by concatenation: one op, not a scatter (smaller programs, faster compiles)
-        m = jnp.concatenate([self.node_masses(), jnp.ones(R - M)])
-        inertia = jnp.concatenate([self.edge_twist_inertia(), jnp.ones(R - E)])
+        if self.topology.chain:  # padding by concatenation, as the single rod always had it
+            m = jnp.concatenate([self.node_masses(), jnp.ones(R - M)])
+            inertia = jnp.concatenate([self.edge_twist_inertia(), jnp.ones(R - E)])
+        else:  # (the same values; kept as it was: XLA at -O0 rounds the two programs differently)
+            m = jnp.ones(R).at[:M].set(self.node_masses())
+            inertia = jnp.ones(R).at[:E].set(self.edge_twist_inertia())
         return jnp.concatenate(
             [jnp.repeat(m[:, None], 3, axis=1), inertia[:, None]], axis=1
         )
@@ -1000,7 +1012,7 @@ class DERNetwork(AbstractImplicitModel):
         if self.force_fn is not None:
             f = f + self.load_factor * jnp.asarray(self.force_fn(t), dtype=float)
         f = f - self.damping * vor[:, None] * v[:M, :3]
-        return jnp.pad(f, ((0, R - M), (0, 1)))
+        return _pad_rows(f, M, R, self.topology.chain)
 
     def tendon_forces(self, q, t, aux):
         """``(R, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq``, and of the chambers,
@@ -1146,7 +1158,7 @@ class DERNetwork(AbstractImplicitModel):
                 u = vx - jnp.sum(vx * n, axis=-1, keepdims=True) * n
                 fn = c.normal_forces(x, self.node_radius())
                 f = f + c.anisotropic_friction(u, fn, tn)
-        return jnp.pad(f, ((0, R - M), (0, 1)))
+        return _pad_rows(f, M, R, self.topology.chain)
 
     def newton_step_limit(self, q, v, dq, dv, aux):
         """Step fraction keeping floor friction from overshooting through sticking

@@ -567,8 +567,9 @@ def _cmd_simulate(args, out, err):
               f"at the end, lowest gap {float(np.min(np.asarray(traj.gaps))):+.3e} m over the run "
               "(iterations above: contact-solver sweeps)", file=out)
         return _write_figures(args, traj, model, scene, out)
-    if hasattr(model, "topology"):
-        # a network has no tip: report where the structure went and how low it reached
+    if hasattr(model, "topology") and not getattr(model.topology, "chain", False):
+        # a network has no tip: report where the structure went and how low it reached (a DERModel,
+        # the one-limb network, is a chain and has one)
         pos = np.asarray(traj.positions)[:, : model.n_nodes]
         centroid = pos.mean(axis=1)
         print(f"final centroid [m]      {_fmt_vec(centroid[-1])}  at t = {times[-1]:g} s "

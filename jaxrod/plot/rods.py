@@ -247,7 +247,7 @@ def node_chains(model=None, edges=None, n_nodes=None):
         model: a model; a network (anything with ``topology.limb_nodes``, e.g.
             :class:`~jaxrod.models.der.network.DERNetwork`) gives one chain per limb, in limb
             order, with each limb's node sequence (joint nodes appear in every limb they belong
-            to). Any other model (a single rod) gives ``None``.
+            to). Any other model (a single rod, a one-limb network) gives ``None``.
         edges: ``(E, 2)`` node ids ``(from, to)`` of each edge (e.g.
             ``model.topology.edge_nodes``); split into maximal chains (paths through nodes of
             degree 2, see :func:`_edge_chains`), so a chain never joins two nodes that are not an
@@ -259,8 +259,9 @@ def node_chains(model=None, edges=None, n_nodes=None):
     """
     if edges is not None:
         return _edge_chains(edges, n_nodes)
-    limbs = getattr(getattr(model, "topology", None), "limb_nodes", None)
-    if limbs is None:
+    topo = getattr(model, "topology", None)
+    limbs = getattr(topo, "limb_nodes", None)
+    if limbs is None or getattr(topo, "chain", False):  # a chain (a DERModel, a one-limb network) is the single rod
         return None
     chains = [np.asarray(l, dtype=np.int64) for l in limbs]
     if n_nodes is not None and max(int(c.max()) for c in chains) >= n_nodes:

@@ -382,7 +382,7 @@ class HybridSystem(AbstractImplicitModel):
                 nodes = (_index(owner, "node", a.node, n, f"rods[{a.rod}] has {n} nodes"),)
                 pins.append((a.rod, nodes[0], b))
             else:
-                if isinstance(model, DERNetwork):
+                if not model.topology.chain:  # a DERModel is the one-limb (chain) network
                     raise ValueError(
                         f"{owner}: rods[{a.rod}] is a DERNetwork; clamps need a single DERModel rod (pin a network node "
                         "with RodPin)"

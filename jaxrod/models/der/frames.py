@@ -1,7 +1,11 @@
 """Discrete-elastic-rod kinematics: edges, reference and material frames, reference twist,
 curvature binormals and material curvatures (Bergou et al. 2010; DisMech spec sections 1.2-1.6).
 
-Conventions: ``N`` nodes, ``N-1`` edges, ``N-2`` interior nodes (the bending/twisting stencils).
+Conventions: ``N`` nodes, ``N-1`` edges, ``N-2`` interior nodes (the bending/twisting stencils)
+for one rod; a network of rods (:class:`~jaxrod.models.der.DERNetwork`) has ``M`` nodes, ``E``
+edges and ``S`` stencils described by a :class:`~jaxrod.models.der.network.NetworkTopology`
+(``topo``). :func:`kinematics` is the one stencil kinematics of both; the ``network_*`` frame
+functions reduce to the single-rod ones on a chain (one limb, no joints).
 Reference frames are carried from step to step by *time-parallel transport*: at every Newton
 iterate the director ``d1`` is the old converged director transported from the old tangent to the
 current one. Because :func:`jaxrod.geometry.parallel_transport` is smooth, forces obtained by
@@ -14,6 +18,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ...geometry import dot, normalize, parallel_transport, signed_angle
 
@@ -131,39 +136,85 @@ def _transport(v, a, b):
 
 
 class Kinematics(eqx.Module):
-    """Everything the energies need at one configuration."""
+    """Everything the energies need at one configuration (``S`` stencils, ``E`` edges)."""
 
-    lengths: jax.Array  # (N-1,)
-    kappa1: jax.Array  # (N-2,) material curvature about m1 (integrated, dimensionless)
-    kappa2: jax.Array  # (N-2,) material curvature about m2
-    twist: jax.Array  # (N-2,) tau_i = theta^i - theta^{i-1} + beta_i
-    ref_twist: jax.Array  # (N-2,)
+    lengths: jax.Array  # (E,)
+    kappa1: jax.Array  # (S,) material curvature about m1 (integrated, dimensionless)
+    kappa2: jax.Array  # (S,) material curvature about m2
+    twist: jax.Array  # (S,) tau = theta_f - theta_e + beta
+    ref_twist: jax.Array  # (S,)
 
 
 def _vec(a):
     return (a[:, 0], a[:, 1], a[:, 2])
 
 
-def kinematics(q, frames: ReferenceFrames) -> Kinematics:
-    """Kinematics of DER state ``q`` ``(N, 4)`` (positions and edge twist angles; ``q[-1, 3]`` unused).
+def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
+    """Kinematics of a DER state over its bending/twisting stencils: edge lengths ``(E,)`` and,
+    per stencil ``(S,)``, material curvatures, twist ``tau = (theta_f' - alpha) - theta_e' + beta``
+    and reference twist ``beta`` (primes: oriented by the stencil signs). The one DER stencil code
+    path: a single rod and a network of rods both evaluate their energies here.
 
-    The same formulas as the array functions above (time-parallel transport, reference twist,
-    material frames, curvature binormal, material curvatures), evaluated stencil by stencil:
-    the 11 DOFs of each interior node are gathered once into an ``(N-2, 11)`` array and
-    everything after that is element-wise on ``(N-2,)`` arrays. Edge quantities are recomputed in
-    both stencils that share an edge; that costs less than slicing (whose derivatives are pads
-    that split XLA kernels): 2.7x faster Hessian-vector products at 200 nodes.
+    Args:
+        q: ``(R, 4)`` state: node positions [m] in columns 0-2, edge twist angles [rad] in column 3.
+        frames: :class:`ReferenceFrames`: ``d1``/``tangent`` ``(E, 3)`` per edge, ``ref_twist``
+            ``(S,)`` per stencil.
+        topo: :class:`~jaxrod.models.der.topology.NetworkTopology`, or ``None`` for one rod of
+            ``N = R`` nodes (stencil ``i`` = nodes ``i, i+1, i+2``, edges ``i, i+1``, signs +1).
+
+    Each stencil's 11 DOFs (``x_a, theta_e, x_b, theta_f, x_c``) are gathered once into an
+    ``(S, 11)`` array and everything after that is element-wise on ``(S,)`` arrays. Edge quantities
+    are recomputed in both stencils that share an edge; that costs less than slicing per-edge
+    arrays (whose derivatives are pads that split XLA kernels): 2.7x faster Hessian-vector
+    products at 200 nodes. A chain (``topo`` ``None`` or ``topo.chain``) gathers with slices, whose
+    derivatives are pads; a general network needs index gathers (scatters in the derivative).
+    Measured: slicing columns out of a gathered ``(S, 3, 3)`` or a one-hot product instead makes
+    XLA-CPU Hessians 300-1000x slower (1 s vs 1 ms at 11 nodes).
+
+    ``alpha = topo.stencil_twist_offset``: the two edges of a joint stencil carry reference frames
+    of different limbs, whose rest angle ``alpha`` across the joint can be anything (pi for two
+    limbs meeting head to head). DER's material curvature averages the two edges' material
+    directors, which is only meaningful when they are nearly aligned, so edge ``f`` is seen by the
+    stencil through its material frame rotated back by ``alpha`` (DisMech gives every joint
+    stencil its own space-parallel pair of reference frames; this is the same up to a constant
+    rotation, which leaves the isotropic bending energy unchanged).
     """
-    X = jnp.concatenate([q[:-2], q[1:-1], q[2:, :3]], axis=1)  # (N-2, 11)
+    # the operations in the order of the two former copies (chain and network): the order in which
+    # q's entries are used sets the summation order of their derivatives (round-off)
+    chain = topo is None or topo.chain
+    if chain:
+        X = jnp.concatenate([q[:-2], q[1:-1], q[2:, :3]], axis=1)  # (N-2, 11)
+    else:
+        sn, se, sg = topo.stencil_nodes, topo.stencil_edges, topo.stencil_signs
+        X = jnp.concatenate(
+            [q[sn[:, 0], :3], q[se[:, 0], 3:], q[sn[:, 1], :3], q[se[:, 1], 3:], q[sn[:, 2], :3]], axis=1
+        )
     xa, xb, xc = (X[:, 0], X[:, 1], X[:, 2]), (X[:, 4], X[:, 5], X[:, 6]), (X[:, 8], X[:, 9], X[:, 10])
-    tha, thb = X[:, 3], X[:, 7]
+    if chain:
+        tha, thb = X[:, 3], X[:, 7]
+        t_old, d_old = frames.tangent, frames.d1
+        old_a = (_vec(d_old[:-1]), _vec(t_old[:-1]))
+        old_b = (_vec(d_old[1:]), _vec(t_old[1:]))
+    else:
+        s_e, s_f = sg[:, 0], sg[:, 1]
+        tha, thb = s_e * X[:, 3], s_f * X[:, 7] - topo.stencil_twist_offset
+        F = jnp.concatenate(
+            [
+                frames.d1[se[:, 0]],
+                sg[:, 0:1] * frames.tangent[se[:, 0]],
+                frames.d1[se[:, 1]],
+                sg[:, 1:2] * frames.tangent[se[:, 1]],
+            ],
+            axis=1,
+        )
+        old_a = ((F[:, 0], F[:, 1], F[:, 2]), (F[:, 3], F[:, 4], F[:, 5]))
+        old_b = ((F[:, 6], F[:, 7], F[:, 8]), (F[:, 9], F[:, 10], F[:, 11]))
     ea = tuple(b - a for a, b in zip(xa, xb))
     eb = tuple(c - b for b, c in zip(xb, xc))
     ta = tuple(e / jnp.sqrt(_dot(ea, ea)) for e in ea)
     tb = tuple(e / jnp.sqrt(_dot(eb, eb)) for e in eb)
-    t_old, d_old = frames.tangent, frames.d1
-    d1a = _transport(_vec(d_old[:-1]), _vec(t_old[:-1]), ta)
-    d1b = _transport(_vec(d_old[1:]), _vec(t_old[1:]), tb)
+    d1a = _transport(old_a[0], old_a[1], ta)
+    d1b = _transport(old_b[0], old_b[1], tb)
     d2a, d2b = _cross(ta, d1a), _cross(tb, d1b)
     # reference twist: angle from the space-transported d1^{i-1} to d1^i, relative to the old value
     u = _transport(d1a, ta, tb)
@@ -176,9 +227,62 @@ def kinematics(q, frames: ReferenceFrames) -> Kinematics:
     kb = tuple(2.0 * k / chi for k in _cross(ta, tb))
     k1 = 0.5 * _dot(kb, m2)
     k2 = -0.5 * _dot(kb, m1)
-    e = q[1:, :3] - q[:-1, :3]
+    if chain:
+        e = q[1:, :3] - q[:-1, :3]
+    else:
+        en = topo.edge_nodes
+        e = q[en[:, 1], :3] - q[en[:, 0], :3]
     lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
     return Kinematics(lengths, k1, k2, thb - tha + beta, beta)
+
+
+def edge_tangents(q, topo):
+    """Unit tangents ``(E, 3)`` of the global edges of state ``q`` ``(R, 4)``."""
+    if topo.chain:
+        return edges(q[:, :3])[2]
+    pos = q[:, :3]
+    e = pos[topo.edge_nodes[:, 1]] - pos[topo.edge_nodes[:, 0]]
+    return e / jnp.linalg.norm(e, axis=-1)[:, None]
+
+
+def stencil_reference_twist(d1, t, ref_twist_old, topo):
+    """Reference twist ``(S,)`` [rad] per stencil (incremental, with oriented tangents): the old
+    value plus the wrapped signed angle from ``P_{t_e' -> t_f'}(d1_e)`` to ``d1_f`` about ``t_f'``."""
+    se, sg = topo.stencil_edges, topo.stencil_signs
+    ta = sg[:, 0:1] * t[se[:, 0]]
+    tb = sg[:, 1:2] * t[se[:, 1]]
+    u = parallel_transport(d1[se[:, 0]], ta, tb)
+    phi = signed_angle(u, d1[se[:, 1]], tb) - ref_twist_old
+    return ref_twist_old + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
+
+
+def _limb_edge_slices(topo):
+    offs = list(topo.limb_edge_offsets) + [topo.n_edges]
+    return [slice(offs[i], offs[i + 1]) for i in range(len(topo.limb_edge_offsets))]
+
+
+def network_initial_frames(q, topo) -> ReferenceFrames:
+    """Reference frames of configuration ``q``: space-parallel along each limb (from DisMech's
+    first director on its edge 0), zero reference twist on limb stencils and the actual (wrapped)
+    reference twist on joint stencils, whose two edges carry frames from different limbs."""
+    if topo.chain:
+        return initial_frames(q[:, :3])
+    t = edge_tangents(q, topo)
+    d1 = jnp.concatenate([space_parallel_frames(t[s]) for s in _limb_edge_slices(topo)])
+    zeros = jnp.zeros(topo.n_stencils, dtype=q.dtype)
+    beta = stencil_reference_twist(d1, t, zeros, topo)
+    is_joint = np.arange(topo.n_stencils) >= topo.n_limb_stencils
+    return ReferenceFrames(d1, t, jnp.where(is_joint, beta, 0.0))
+
+
+def network_update_frames(q, frames: ReferenceFrames, topo) -> ReferenceFrames:
+    """Reference frames after a converged step at ``q`` (time-parallel transport per edge)."""
+    if topo.chain:
+        return update_frames(q, frames)
+    t = edge_tangents(q, topo)
+    d1, _ = transport_directors(frames.d1, frames.tangent, t)
+    d1 = normalize(d1 - dot(d1, t)[:, None] * t)
+    return ReferenceFrames(d1, t, stencil_reference_twist(d1, t, frames.ref_twist, topo))
 
 
 def update_frames(q, frames: ReferenceFrames) -> ReferenceFrames:

@@ -1,10 +1,13 @@
 """Multi-rod DER networks: several rods ("limbs") joined by elastic joints, as one implicit model.
 
-What lives here: :class:`Joint` (which limb ends are merged into which node), the host-side
-topology builder (global node/edge numbering and bending/twisting *stencils*), generalised DER
-kinematics over arbitrary stencils, and :class:`DERNetwork`, an
-:class:`~jaxrod.integrate.AbstractImplicitModel` with natural-curvature actuation
-(DisMech spec sections 1.8, 5.1 and 5.2).
+What lives here: :class:`DERNetwork`, an
+:class:`~jaxrod.integrate.AbstractImplicitModel` with natural-curvature actuation, clamp motions,
+tendons and pressure chambers (DisMech spec sections 1.8, 5.1 and 5.2). It is the one DER model:
+:class:`~jaxrod.models.der.DERModel` is the one-limb network built from one rod, and both evaluate
+their energies with the one stencil kinematics :func:`~jaxrod.models.der.frames.kinematics`.
+:mod:`~jaxrod.models.der.topology` holds :class:`Joint` (which limb ends are merged into which
+node) and the host-side topology builder (global node/edge numbering and bending/twisting
+*stencils*); :mod:`~jaxrod.models.der.frames` the reference frames over arbitrary stencils.
 
 Layout
 ------
@@ -74,7 +77,10 @@ for equal edges ``l``. Limb stencils take their values from each limb's
 maps the stored values to the ones used at time ``t`` [s], e.g. a ramp ``min(t / T, 1) * kappa_bar``,
 so gradients flow through the stored arrays.
 
-Jacobian: joints couple nodes far apart in the numbering, so the Jacobian is not banded. Its
+Jacobian: one limb without joints (a chain, ``NetworkTopology.chain``) keeps the banded O(N)
+solve (:class:`~jaxrod.solvers.jacobian.BandedJacobianSolver`, half-bandwidth
+:data:`DER_BANDWIDTH`, 21 coloured JVPs). Joints couple nodes far apart in the numbering, so the
+Jacobian of a network is not banded. Its
 sparsity pattern is known from the stencils (:func:`jacobian_pattern`), so the default
 :class:`ColouredJacobianSolver` builds it from one JVP per colour of a greedy column colouring
 (:func:`colour_columns`) and factors it densely (LU: fine up to a few thousand DOFs). Measured on a
@@ -92,12 +98,11 @@ Contact (optional ``contacts``, reusing :mod:`jaxrod.models.der.contact`)
   ``exclude_neighbours`` apart in the *edge graph* of the network (so edges meeting at a joint
   never interact), contact distance ``h_i + h_j``; ``self_contact=False`` keeps only pairs from
   different limbs. Candidate pairs are refreshed after every converged step (broad phase
-  O(P) for P admissible pairs) and carried in :class:`NetworkContactAux`.
+  O(P) for P admissible pairs) and carried in :class:`ContactAux`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
@@ -106,9 +111,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...integrate.base import jit_when_eager
-from ...geometry import dot, normalize, parallel_transport, signed_angle
-from ...solvers.jacobian import AbstractJacobianSolver, DenseJacobianSolver
-from ...validation import check_finite, check_finite_scalar, check_shape, is_traced
+from ...signals import interp_linear
+from ...solvers.jacobian import AbstractJacobianSolver, BandedJacobianSolver, DenseJacobianSolver
+from ...validation import check_finite, check_finite_scalar, check_positive, check_shape, is_traced, one_or_many
 from ...integrate.implicit import AbstractImplicitModel, State
 from .contact import (
     CandidatePairs,
@@ -121,24 +126,41 @@ from .contact import (
 )
 from .energies import stretching_energy, twisting_energy
 from .frames import (
-    Kinematics,
     ReferenceFrames,
+    edge_tangents,
+    kinematics,
+    network_initial_frames,
+    network_update_frames,
     material_directors,
-    space_parallel_frames,
     transport_directors,
 )
+from .actuation import node_arclengths, tendon_length
+from .motion import MIN_AXIS_COSINE, ClampMotion
 from .rod import DERRod
+from .topology import (
+    Joint,
+    NetworkTopology,
+    _build_topology,
+    _check_edge_lengths,
+    _edge_graph_pairs,
+    _limb_global,
+    jacobian_pattern,
+)
+
+#: Half-bandwidth of a one-limb network's Jacobian in the flattened ``(N, 4)`` layout: every
+#: bending/twisting stencil couples 11 consecutive entries.
+DER_BANDWIDTH = 10
 
 __all__ = [
+    "DER_BANDWIDTH",
     "ColouredJacobianSolver",
     "DERNetwork",
     "Joint",
-    "NetworkContactAux",
+    "ContactAux",
     "NetworkTopology",
     "colour_columns",
     "integrated_curvature",
     "jacobian_pattern",
-    "network_kinematics",
 ]
 
 
@@ -146,445 +168,6 @@ def integrated_curvature(kappa, voronoi):
     """DisMech's integrated natural curvature ``2 tan(kappa V / 2)`` (dimensionless) of a node
     with Voronoi length ``voronoi`` [m] on an arc of curvature ``kappa`` [1/m] (broadcasting)."""
     return 2.0 * jnp.tan(0.5 * jnp.asarray(kappa) * jnp.asarray(voronoi))
-
-
-@dataclasses.dataclass(frozen=True)
-class Joint:
-    """An elastic joint: limb ends merged into a node of a host limb (DisMech's
-    ``createJoint(limb, node)`` plus ``addToJoint(joint, limb, 0 or -1)``).
-
-    Attributes:
-        host: ``(limb, node)``: the joint node; any node of the host limb (negative from the end).
-        attached: ``((limb, end), ...)`` limb ends merged into the joint node; ``end`` is ``0`` or
-            ``-1`` (the last node; its positive index is accepted too). At least one.
-    """
-
-    host: tuple
-    attached: tuple
-
-    def __init__(self, host, attached):
-        object.__setattr__(self, "host", _pair("Joint.host", host))
-        att = tuple(attached)
-        if len(att) == 2 and all(isinstance(a, (int, np.integer)) for a in att):
-            att = (att,)  # a single (limb, end) pair
-        object.__setattr__(
-            self, "attached", tuple(_pair("Joint.attached", a) for a in att)
-        )
-
-
-def _check_edge_lengths(q0, topo):
-    """Every edge of ``q0`` must have non-zero length (a zero-length edge has no tangent)."""
-    if is_traced(q0):
-        return
-    en, x = np.asarray(topo.edge_nodes), np.asarray(q0)[:, :3]
-    short = np.flatnonzero(np.linalg.norm(x[en[:, 1]] - x[en[:, 0]], axis=1) <= 1e-12)
-    if short.size:
-        raise ValueError(
-            f"q0 (node positions) has coincident nodes: zero-length edges {short[:5].tolist()} "
-            "(global edge numbering); the two nodes of every edge must differ"
-        )
-
-
-def _pair(name, p):
-    try:
-        a, b = p
-        out = (int(a), int(b))
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} must be a (limb, index) pair of integers, got {p!r}"
-        ) from None
-    if out != (a, b):
-        raise ValueError(f"{name} must be a (limb, index) pair of integers, got {p!r}")
-    return out
-
-
-class NetworkTopology(eqx.Module):
-    """Index arrays of a network (built once on the host; integer leaves are not differentiated).
-
-    Attributes:
-        edge_nodes: ``(E, 2)`` global node ids ``(from, to)`` of each edge.
-        stencil_nodes: ``(S, 3)`` nodes ``(a, b, c)`` of each stencil (``b`` the shared node).
-        stencil_edges: ``(S, 2)`` global edges ``(e, f)`` of each stencil.
-        stencil_signs: ``(S, 2)`` +1 / -1: orientation of ``e``, ``f`` relative to ``a -> b -> c``.
-        stencil_same_limb: ``(S,)`` True when both edges belong to the same limb.
-        stencil_twist_offset: ``(S,)`` [rad] constant angle subtracted from the twist angle of
-            edge ``f``: the rest angle between the two edges' material frames across the stencil
-            (0 on limb stencils; see :func:`network_kinematics`).
-        limb_nodes: per limb, the global node id of each of its nodes (static).
-        limb_edge_offsets: per limb, the global id of its edge 0 (static).
-        limb_stencil_offsets: per limb, the index of its first interior stencil (static).
-        node_source: per global node, its row in the limbs' stacked rest positions (the host's
-            node for a joint) (static).
-        n_nodes, n_edges, n_limb_stencils: M, E, and the number of limb (non-joint) stencils.
-    """
-
-    edge_nodes: jax.Array
-    stencil_nodes: jax.Array
-    stencil_edges: jax.Array
-    stencil_signs: jax.Array
-    stencil_same_limb: jax.Array
-    stencil_twist_offset: jax.Array
-    limb_nodes: tuple = eqx.field(static=True)
-    limb_edge_offsets: tuple = eqx.field(static=True)
-    limb_stencil_offsets: tuple = eqx.field(static=True)
-    node_source: tuple = eqx.field(static=True)
-    n_nodes: int = eqx.field(static=True)
-    n_edges: int = eqx.field(static=True)
-    n_limb_stencils: int = eqx.field(static=True)
-
-    @property
-    def n_stencils(self) -> int:
-        return int(self.stencil_edges.shape[0])
-
-    @property
-    def n_rows(self) -> int:
-        """``R = max(M, E)``: rows of the state ``q``."""
-        return max(self.n_nodes, self.n_edges)
-
-
-def _build_topology(limb_sizes, joints, rest_positions):
-    """Validate joints; build the :class:`NetworkTopology` and the merged-node map.
-
-    ``rest_positions``: list of numpy ``(N_l, 3)`` arrays (for coincidence and fold-back checks).
-    """
-    n_limbs = len(limb_sizes)
-
-    def check_limb(name, limb):
-        if not (0 <= limb < n_limbs):
-            raise ValueError(
-                f"{name}: limb {limb} does not exist (the network has limbs 0..{n_limbs - 1})"
-            )
-
-    merged = {}  # (limb, node) -> (host limb, host node)
-    hosts = {}
-    for j, joint in enumerate(joints):
-        if not isinstance(joint, Joint):
-            raise TypeError(f"joints[{j}] must be a Joint, got {type(joint).__name__}")
-        hl, hn = joint.host
-        check_limb(f"joints[{j}].host", hl)
-        n = limb_sizes[hl]
-        if not (-n <= hn < n):
-            raise ValueError(
-                f"joints[{j}].host: node {hn} does not exist on limb {hl} (valid: 0..{n - 1} or negative from the end)"
-            )
-        hn %= n
-        if (hl, hn) in hosts:
-            raise ValueError(
-                f"joints[{j}].host: node {hn} of limb {hl} already hosts joint {hosts[(hl, hn)]}; "
-                "attach every limb to that one joint"
-            )
-        hosts[(hl, hn)] = j
-        if not joint.attached:
-            raise ValueError(
-                f"joints[{j}] attaches no limb end (give attached=[(limb, 0 or -1), ...])"
-            )
-        for al, an in joint.attached:
-            check_limb(f"joints[{j}].attached", al)
-            na = limb_sizes[al]
-            if an not in (0, -1, na - 1):
-                raise ValueError(
-                    f"joints[{j}].attached: node {an} of limb {al} is not an end; only the first (0) or "
-                    f"last (-1 or {na - 1}) node of a limb can be attached to a joint"
-                )
-            an %= na
-            if (al, an) == (hl, hn):
-                raise ValueError(
-                    f"joints[{j}] attaches node {an} of limb {al} to itself"
-                )
-            if (al, an) in merged:
-                raise ValueError(
-                    f"joints[{j}].attached: node {an} of limb {al} is attached to more than one joint"
-                )
-            merged[(al, an)] = (hl, hn, j)
-    for (al, an), (_, _, j) in merged.items():
-        if (al, an) in hosts:
-            raise ValueError(
-                f"joints[{j}].attached: node {an} of limb {al} hosts joint {hosts[(al, an)]} and cannot "
-                "also be merged into another joint"
-            )
-    # global node numbering
-    ids = [[-1] * n for n in limb_sizes]
-    m = 0
-    for l, n in enumerate(limb_sizes):
-        for k in range(n):
-            if (l, k) not in merged:
-                ids[l][k] = m
-                m += 1
-    for (al, an), (hl, hn, _) in merged.items():
-        ids[al][an] = ids[hl][hn]
-    # positions must coincide
-    for (al, an), (hl, hn, j) in merged.items():
-        pa, ph = rest_positions[al][an], rest_positions[hl][hn]
-        scale = max(float(np.max(np.abs(p))) for p in rest_positions) + 1e-3
-        if np.linalg.norm(pa - ph) > 1e-9 * scale:
-            raise ValueError(
-                f"joints[{j}]: node {an} of limb {al} at {pa.tolist()} does not coincide with the joint node "
-                f"{hn} of limb {hl} at {ph.tolist()} (distance {np.linalg.norm(pa - ph):.3g} m)"
-            )
-    # edges
-    edge_nodes, edge_limb, offsets = [], [], []
-    for l, n in enumerate(limb_sizes):
-        offsets.append(len(edge_nodes))
-        for k in range(n - 1):
-            edge_nodes.append((ids[l][k], ids[l][k + 1]))
-            edge_limb.append(l)
-    edge_nodes = np.asarray(edge_nodes, dtype=np.int64)
-    edge_limb = np.asarray(edge_limb)
-    # stencils: limb interior nodes
-    sn, se, ss, stencil_offsets = [], [], [], []
-    for l, n in enumerate(limb_sizes):
-        stencil_offsets.append(len(sn))
-        for k in range(1, n - 1):
-            sn.append((ids[l][k - 1], ids[l][k], ids[l][k + 1]))
-            se.append((offsets[l] + k - 1, offsets[l] + k))
-            ss.append((1.0, 1.0))
-    n_limb_stencils = len(sn)
-    # stencils: joints, every unordered pair of incident edges not already a limb stencil
-    node_pos = np.zeros((m, 3))
-    node_source = [0] * m
-    start = 0
-    for l, n in enumerate(limb_sizes):
-        for k in range(n):
-            if (l, k) not in merged:
-                node_pos[ids[l][k]] = rest_positions[l][k]
-                node_source[ids[l][k]] = start + k
-        start += n
-    for j, joint in enumerate(joints):
-        hl, hn = joint.host[0], joint.host[1] % limb_sizes[joint.host[0]]
-        J = ids[hl][hn]
-        inc = [
-            int(g)
-            for g in np.flatnonzero((edge_nodes[:, 0] == J) | (edge_nodes[:, 1] == J))
-        ]
-        host_pair = set()
-        if 0 < hn < limb_sizes[hl] - 1:
-            host_pair = {offsets[hl] + hn - 1, offsets[hl] + hn}
-        # incoming edges first, so that as many pairs as possible keep the global orientation
-        inc.sort(key=lambda g: (edge_nodes[g, 1] != J, g))
-        for i1 in range(len(inc)):
-            for i2 in range(i1 + 1, len(inc)):
-                e, f = inc[i1], inc[i2]
-                if {e, f} == host_pair:
-                    continue
-                s_e = 1.0 if edge_nodes[e, 1] == J else -1.0
-                s_f = 1.0 if edge_nodes[f, 0] == J else -1.0
-                a = edge_nodes[e, 0] if s_e > 0 else edge_nodes[e, 1]
-                c = edge_nodes[f, 1] if s_f > 0 else edge_nodes[f, 0]
-                te = node_pos[J] - node_pos[a]
-                tf = node_pos[c] - node_pos[J]
-                te, tf = te / np.linalg.norm(te), tf / np.linalg.norm(tf)
-                if 1.0 + te @ tf < 1e-9:
-                    raise ValueError(
-                        f"joints[{j}]: edges {e} and {f} (global numbering) leave the joint in the same "
-                        "direction (a 180 degree fold-back); DER bending is singular there"
-                    )
-                sn.append((int(a), J, int(c)))
-                se.append((e, f))
-                ss.append((s_e, s_f))
-    sn = np.asarray(sn, dtype=np.int64).reshape(-1, 3)
-    se = np.asarray(se, dtype=np.int64).reshape(-1, 2)
-    ss = np.asarray(ss, dtype=float).reshape(-1, 2)
-    same = edge_limb[se[:, 0]] == edge_limb[se[:, 1]] if se.size else np.zeros(0, bool)
-    topo = NetworkTopology(
-        edge_nodes=jnp.asarray(edge_nodes),
-        stencil_nodes=jnp.asarray(sn),
-        stencil_edges=jnp.asarray(se),
-        stencil_signs=jnp.asarray(ss),
-        stencil_same_limb=jnp.asarray(same),
-        stencil_twist_offset=jnp.zeros(sn.shape[0]),
-        limb_nodes=tuple(tuple(r) for r in ids),
-        limb_edge_offsets=tuple(offsets),
-        limb_stencil_offsets=tuple(stencil_offsets),
-        node_source=tuple(node_source),
-        n_nodes=m,
-        n_edges=int(edge_nodes.shape[0]),
-        n_limb_stencils=n_limb_stencils,
-    )
-    return topo, merged
-
-
-# ---- kinematics over arbitrary stencils (same formulas and operation order as frames.kinematics)
-
-
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _cross(a, b):
-    return (
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    )
-
-
-def _lin(ca, a, cb, b):
-    return tuple(ca * ai + cb * bi for ai, bi in zip(a, b))
-
-
-def _transport(v, a, b):
-    c = _cross(a, b)
-    d = _dot(a, b)
-    cv = _cross(c, v)
-    k = _dot(c, v) / (1.0 + d)
-    return tuple(d * vi + cvi + k * ci for vi, cvi, ci in zip(v, cv, c))
-
-
-def _vec(a):
-    return (a[:, 0], a[:, 1], a[:, 2])
-
-
-def network_kinematics(q, frames: ReferenceFrames, topo: NetworkTopology) -> Kinematics:
-    """Kinematics of network state ``q`` ``(R, 4)``: edge lengths ``(E,)`` and, per stencil
-    ``(S,)``, material curvatures, twist ``tau = (theta_f' - alpha) - theta_e' + beta`` and
-    reference twist (primes: oriented by the stencil signs). ``frames``: ``d1``/``tangent``
-    ``(E, 3)`` per global edge, ``ref_twist`` ``(S,)`` per stencil.
-
-    ``alpha = topo.stencil_twist_offset``: the two edges of a joint stencil carry reference frames
-    of different limbs, whose rest angle ``alpha`` across the joint can be anything (pi for two
-    limbs meeting head to head). DER's material curvature averages the two edges' material
-    directors, which is only meaningful when they are nearly aligned, so edge ``f`` is seen by the
-    stencil through its material frame rotated back by ``alpha`` (DisMech gives every joint
-    stencil its own space-parallel pair of reference frames; this is the same up to a constant
-    rotation, which leaves the isotropic bending energy unchanged)."""
-    sn, se, sg = topo.stencil_nodes, topo.stencil_edges, topo.stencil_signs
-    # One (S, 11) array of row gathers, then column slices (DERModel's layout of the 11 stencil
-    # DOFs). Measured: slicing columns out of a gathered (S, 3, 3) or a one-hot product instead
-    # makes XLA-CPU Hessians 300-1000x slower (1 s vs 1 ms at 11 nodes).
-    X = jnp.concatenate(
-        [
-            q[sn[:, 0], :3],
-            q[se[:, 0], 3:],
-            q[sn[:, 1], :3],
-            q[se[:, 1], 3:],
-            q[sn[:, 2], :3],
-        ],
-        axis=1,
-    )
-    xa, xb, xc = (
-        (X[:, 0], X[:, 1], X[:, 2]),
-        (X[:, 4], X[:, 5], X[:, 6]),
-        (X[:, 8], X[:, 9], X[:, 10]),
-    )
-    s_e, s_f = sg[:, 0], sg[:, 1]
-    tha, thb = s_e * X[:, 3], s_f * X[:, 7] - topo.stencil_twist_offset
-    F = jnp.concatenate(
-        [
-            frames.d1[se[:, 0]],
-            sg[:, 0:1] * frames.tangent[se[:, 0]],
-            frames.d1[se[:, 1]],
-            sg[:, 1:2] * frames.tangent[se[:, 1]],
-        ],
-        axis=1,
-    )
-    ea = tuple(b - a for a, b in zip(xa, xb))
-    eb = tuple(c - b for b, c in zip(xb, xc))
-    ta = tuple(e / jnp.sqrt(_dot(ea, ea)) for e in ea)
-    tb = tuple(e / jnp.sqrt(_dot(eb, eb)) for e in eb)
-    d1a = _transport((F[:, 0], F[:, 1], F[:, 2]), (F[:, 3], F[:, 4], F[:, 5]), ta)
-    d1b = _transport((F[:, 6], F[:, 7], F[:, 8]), (F[:, 9], F[:, 10], F[:, 11]), tb)
-    d2a, d2b = _cross(ta, d1a), _cross(tb, d1b)
-    u = _transport(d1a, ta, tb)
-    phi = jnp.arctan2(_dot(_cross(u, d1b), tb), _dot(u, d1b)) - frames.ref_twist
-    beta = frames.ref_twist + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
-    ca, sa, cb, sb = jnp.cos(tha), jnp.sin(tha), jnp.cos(thb), jnp.sin(thb)
-    m1 = tuple(a + b for a, b in zip(_lin(ca, d1a, sa, d2a), _lin(cb, d1b, sb, d2b)))
-    m2 = tuple(a + b for a, b in zip(_lin(-sa, d1a, ca, d2a), _lin(-sb, d1b, cb, d2b)))
-    chi = 1.0 + _dot(ta, tb)
-    kb = tuple(2.0 * k / chi for k in _cross(ta, tb))
-    k1 = 0.5 * _dot(kb, m2)
-    k2 = -0.5 * _dot(kb, m1)
-    en = topo.edge_nodes
-    e = q[en[:, 1], :3] - q[en[:, 0], :3]
-    lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
-    return Kinematics(lengths, k1, k2, thb - tha + beta, beta)
-
-
-def edge_tangents(q, topo: NetworkTopology):
-    """Unit tangents ``(E, 3)`` of the global edges of state ``q`` ``(R, 4)``."""
-    pos = q[:, :3]
-    e = pos[topo.edge_nodes[:, 1]] - pos[topo.edge_nodes[:, 0]]
-    return e / jnp.linalg.norm(e, axis=-1)[:, None]
-
-
-def stencil_reference_twist(d1, t, ref_twist_old, topo: NetworkTopology):
-    """Reference twist ``(S,)`` [rad] per stencil (incremental, with oriented tangents): the old
-    value plus the wrapped signed angle from ``P_{t_e' -> t_f'}(d1_e)`` to ``d1_f`` about ``t_f'``."""
-    se, sg = topo.stencil_edges, topo.stencil_signs
-    ta = sg[:, 0:1] * t[se[:, 0]]
-    tb = sg[:, 1:2] * t[se[:, 1]]
-    u = parallel_transport(d1[se[:, 0]], ta, tb)
-    phi = signed_angle(u, d1[se[:, 1]], tb) - ref_twist_old
-    return ref_twist_old + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
-
-
-def _limb_edge_slices(topo):
-    offs = list(topo.limb_edge_offsets) + [topo.n_edges]
-    return [slice(offs[i], offs[i + 1]) for i in range(len(topo.limb_edge_offsets))]
-
-
-def network_initial_frames(q, topo: NetworkTopology) -> ReferenceFrames:
-    """Reference frames of configuration ``q``: space-parallel along each limb (from DisMech's
-    first director on its edge 0), zero reference twist on limb stencils and the actual (wrapped)
-    reference twist on joint stencils, whose two edges carry frames from different limbs."""
-    t = edge_tangents(q, topo)
-    d1 = jnp.concatenate([space_parallel_frames(t[s]) for s in _limb_edge_slices(topo)])
-    zeros = jnp.zeros(topo.n_stencils, dtype=q.dtype)
-    beta = stencil_reference_twist(d1, t, zeros, topo)
-    is_joint = np.arange(topo.n_stencils) >= topo.n_limb_stencils
-    return ReferenceFrames(d1, t, jnp.where(is_joint, beta, 0.0))
-
-
-def network_update_frames(
-    q, frames: ReferenceFrames, topo: NetworkTopology
-) -> ReferenceFrames:
-    """Reference frames after a converged step at ``q`` (time-parallel transport per edge)."""
-    t = edge_tangents(q, topo)
-    d1, _ = transport_directors(frames.d1, frames.tangent, t)
-    d1 = normalize(d1 - dot(d1, t)[:, None] * t)
-    return ReferenceFrames(
-        d1, t, stencil_reference_twist(d1, t, frames.ref_twist, topo)
-    )
-
-
-def _limb_global(topo, name, spec, what):
-    """``(limb, index)`` -> (limb, index mod size) with a clear error."""
-    limb, idx = _pair(name, spec)
-    n_limbs = len(topo.limb_nodes)
-    if not (0 <= limb < n_limbs):
-        raise ValueError(
-            f"{name}: limb {limb} does not exist (the network has limbs 0..{n_limbs - 1})"
-        )
-    n = len(topo.limb_nodes[limb]) - (1 if what == "edge" else 0)
-    if not (-n <= idx < n):
-        raise ValueError(
-            f"{name}: {what} {idx} does not exist on limb {limb} (valid: 0..{n - 1} or negative from the end)"
-        )
-    return limb, idx % n
-
-
-def jacobian_pattern(topo: NetworkTopology):
-    """Host ``(rows, cols)`` int arrays of the structurally non-zero entries of the Jacobian of a
-    network residual in the flattened ``(R, 4)`` layout (``4 row + column``): every pair of DOFs of
-    one bending/twisting stencil (11 DOFs) or one edge (6 position DOFs), and the diagonal."""
-    n = 4 * topo.n_rows
-    sn, se = np.asarray(topo.stencil_nodes), np.asarray(topo.stencil_edges)
-    en = np.asarray(topo.edge_nodes)
-    xyz = np.arange(3)
-    groups = [
-        np.concatenate(
-            [(4 * sn[:, k : k + 1] + xyz) for k in range(3)] + [4 * se + 3], axis=1
-        ),
-        np.concatenate([4 * en[:, 0:1] + xyz, 4 * en[:, 1:2] + xyz], axis=1),
-    ]
-    rows = [np.arange(n)]
-    cols = [np.arange(n)]
-    for g in groups:
-        if g.size:
-            rows.append(np.repeat(g, g.shape[1], axis=1).ravel())
-            cols.append(np.tile(g, (1, g.shape[1])).ravel())
-    flat = np.unique(np.concatenate(rows) * n + np.concatenate(cols))
-    return flat // n, flat % n
 
 
 def colour_columns(rows, cols, n):
@@ -666,7 +249,7 @@ class ColouredJacobianSolver(AbstractJacobianSolver):
         return op @ v
 
 
-class NetworkContactAux(eqx.Module):
+class ContactAux(eqx.Module):
     """Reference data of a :class:`DERNetwork` with rod-rod contact: the reference frames and
     the candidate edge pairs (global edge ids) for the next step."""
 
@@ -675,33 +258,107 @@ class NetworkContactAux(eqx.Module):
 
 
 def _frames(aux):
-    return aux.frames if isinstance(aux, NetworkContactAux) else aux
+    return aux.frames if isinstance(aux, ContactAux) else aux
 
 
-def _edge_graph_pairs(edge_nodes, edge_limb, exclude, different_limbs):
-    """Host ``(first, second)`` int32 arrays of edge pairs ``i < j`` at least ``exclude`` apart
-    in the edge graph (edges sharing a node are 1 apart); optionally from different limbs only."""
-    n_edges = edge_nodes.shape[0]
-    by_node = {}
-    for e, (a, b) in enumerate(edge_nodes):
-        by_node.setdefault(int(a), []).append(e)
-        by_node.setdefault(int(b), []).append(e)
-    near = np.zeros((n_edges, n_edges), dtype=bool)
-    for e0 in range(n_edges):
-        frontier, seen = {e0}, {e0}
-        for _ in range(exclude - 1):
-            nxt = set()
-            for e in frontier:
-                for node in edge_nodes[e]:
-                    nxt.update(by_node[int(node)])
-            frontier = nxt - seen
-            seen |= nxt
-        near[e0, list(seen)] = True
-    i, j = np.triu_indices(n_edges, k=1)
-    keep = ~near[i, j]
-    if different_limbs:
-        keep &= edge_limb[i] != edge_limb[j]
-    return i[keep].astype(np.int32), j[keep].astype(np.int32)
+def _pad_rows(f, M, R, chain):
+    """``(R, 4)`` generalised forces from nodal forces ``f`` ``(M, 3)`` (zero twist and padding)."""
+    if chain:  # one op, not a scatter (the single rod's program); several limbs keep their scatter
+        return jnp.pad(f, ((0, R - M), (0, 1)))
+    return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
+
+
+def _concat(arrays):
+    """``jnp.concatenate`` that returns a single array as it is (no op in the program)."""
+    return arrays[0] if len(arrays) == 1 else jnp.concatenate(arrays)
+
+
+class _StaticFn(eqx.Module):
+    """A plain callable held as static data (a new function recompiles); ``eqx.Module`` callables
+    are stored as they are instead, so that their array leaves are traced."""
+
+    fn: Callable = eqx.field(static=True)
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+def _as_module(name, fn):
+    if fn is None or isinstance(fn, eqx.Module):
+        return fn
+    if not callable(fn):
+        raise ValueError(f"{name} must be callable (a function or an eqx.Module), got {type(fn).__name__}")
+    return _StaticFn(fn)
+
+
+def _limb_records(name, records, sizes):
+    """``(items, limbs)`` from ``records``: one record or a sequence of them, each an item or a
+    ``(limb, item)`` pair (a bare item belongs to limb 0 of a one-limb network)."""
+    if _is_limb_pair(records):
+        records = (records,)
+    items, limbs = [], []
+    for k, r in enumerate(one_or_many(records)):
+        if _is_limb_pair(r):
+            limb, item = int(r[0]), r[1]
+            if not 0 <= limb < len(sizes):
+                raise ValueError(f"{name}[{k}]: limb {limb} does not exist (the network has limbs 0..{len(sizes) - 1})")
+        elif len(sizes) == 1:
+            limb, item = 0, r
+        else:
+            raise ValueError(f"{name}[{k}]: give a (limb, record) pair on a network of {len(sizes)} limbs")
+        items.append(item)
+        limbs.append(limb)
+    return tuple(items), tuple(limbs)
+
+
+def _is_limb_pair(r):
+    return (
+        isinstance(r, tuple)
+        and len(r) == 2
+        and isinstance(r[0], (int, np.integer))
+        and not isinstance(r[0], (bool, np.bool_))
+    )
+
+
+def _check_clamps(clamps, limbs, sizes):
+    """Every clamp a :class:`ClampMotion` on an existing edge, at most one per edge."""
+    seen = {}
+    for k, (c, l) in enumerate(zip(clamps, limbs, strict=True)):
+        if not isinstance(c, ClampMotion):
+            raise ValueError(f"clamps[{k}] must be a ClampMotion, got {type(c).__name__}")
+        e = c.edge_index(sizes[l] - 1)
+        if (l, e) in seen:
+            raise ValueError(f"clamps[{seen[l, e]}] and clamps[{k}] both hold edge {e}; give one pose per edge")
+        seen[l, e] = k
+
+
+def _by_limb(items, limbs):
+    """``{limb: (items on it, in order)}``, validated together (their messages count within a limb)."""
+    out = {}
+    for item, limb in zip(items, limbs, strict=True):
+        out.setdefault(limb, []).append(item)
+    return {limb: tuple(group) for limb, group in out.items()}
+
+
+def _check_der_tendons(tendons, tendon_limbs, limbs, section_radius):
+    """Tension-controlled tendons that fit their limbs."""
+    from ...actuation.tendons import check_tendons, check_tension_controlled
+
+    check_tension_controlled(tendons, "DER")
+    for l, group in _by_limb(tendons, tendon_limbs).items():
+        rod = limbs[l]
+        if is_traced(rod.rest_lengths):
+            continue
+        s_node = np.asarray(node_arclengths(rod.rest_lengths))
+        radius = rod.radius if section_radius is None else section_radius
+        check_tendons(group, float(s_node[-1]), radius, np.append(0.5 * (s_node[1:] + s_node[:-1]), s_node[-1]))
+
+
+def _check_der_chambers(chambers, chamber_limbs, limbs, section_radius):
+    from ...actuation.chambers import check_chambers
+
+    for l, group in _by_limb(chambers, chamber_limbs).items():
+        check_chambers(group, limbs[l].radius if section_radius is None else section_radius, pressure_only="DER")
 
 
 class DERNetwork(AbstractImplicitModel):
@@ -725,11 +382,40 @@ class DERNetwork(AbstractImplicitModel):
         q0, v0: ``(R, 4)`` initial configuration and velocity.
         fixed_nodes, fixed_edges: global ids of nodes (positions) / edges (twist) prescribed.
         force_fn: optional static ``f(t) -> (M, 3)`` time-dependent nodal forces [N].
-        motion: optional static ``m(t) -> (R, 4)`` prescribed values of the fixed DOFs.
-        natural_curvature_fn: optional static ``f(t, kappa_bar (S, 2)) -> (S, 2)``: natural
-            curvature used at time ``t`` [s] from the stored one (actuation).
-        natural_twist_fn: optional static ``f(t, tau_bar (S,)) -> (S,)`` likewise for the twist.
-        load_factor: scales gravity, point, distributed and ``force_fn`` loads (not actuation).
+        motion: optional plain callable ``m(t) -> (R, 4)``: prescribed values of the fixed DOFs at
+            time ``t`` (only entries of fixed DOFs are used; twist angles relative to the moving
+            reference frame); default: the fixed DOFs keep their values from ``q0``. A static
+            field: every new function recompiles. Pass data instead (``motion=SampledMotion(times,
+            values)`` or any ``eqx.Module`` callable): it is stored in ``motion_data``.
+        motion_data: the ``eqx.Module`` given as ``motion`` (traced: one compiled program serves
+            every trial), or ``None``.
+        natural_curvature_fn: optional ``f(t, kappa_bar (S, 2)) -> (S, 2)``: natural curvature
+            used at time ``t`` [s] from the stored one (actuation). An ``eqx.Module`` callable
+            (e.g. :class:`~jaxrod.models.der.waves.CurvatureWave`,
+            :class:`~jaxrod.signals.LinearRamp`) is stored as it is: its array leaves are traced,
+            so new parameters never recompile and are differentiable; a plain function is held
+            as static data (every new function recompiles).
+        natural_twist_fn: optional ``f(t, tau_bar (S,)) -> (S,)`` likewise for the twist.
+        load_factor: scales gravity, point, distributed and ``force_fn`` loads and the tendon
+            and chamber loads (not the natural-curvature actuation).
+        clamps: tuple of :class:`~jaxrod.models.der.ClampMotion`: measured clamp poses (clamp
+            point and absolute material-frame orientation per sample time) of clamped edges, on
+            the limbs ``clamp_limbs`` (static). Each fixes its edge's two nodes and twist; these
+            values override ``motion``/``q0``. With ``q0=None`` the clamped edges' twist angles
+            start at the clamps' first orientation; a given ``q0`` must agree with the first pose.
+            See :mod:`jaxrod.models.der.motion`.
+        tendons: tuple of :class:`~jaxrod.actuation.tendons.Tendon` along the limbs
+            ``tendon_limbs`` (static), anchored at their termination (``None``: the limb's last
+            node; :mod:`jaxrod.models.der.actuation`): loads ``-tau(t) dl/dq`` of each routed
+            cable's length ``l``, arc length from the midpoint of the limb's edge 0.
+        chambers: tuple of pressure-controlled chambers along the whole of the limbs
+            ``chamber_limbs`` (static) (:class:`~jaxrod.actuation.chambers.Chamber`: offset
+            ``(2,)`` [m] in the ``(m1, m2)`` section plane, cap ``area`` A [m^2], gauge pressure
+            ``pressure_at(t)`` [Pa]). A chamber's volume is ``A l``, ``l`` the length of its
+            channel polyline (a straight tendon's, to the limb's end), so the pressure's work
+            gives the generalised force ``+P A dl/dq``: the tendon force with ``tau = -P A``
+            (spec 7.3: cap force ``P A`` and moment ``P A r x e3`` at the end, the distributed
+            loads of eq. 18).
         contacts: tuple of :class:`~jaxrod.models.der.contact.FloorContact` /
             :class:`~jaxrod.models.der.contact.RodRodContact` (at most one of the latter).
         contact_first, contact_second: ``(P,)`` admissible edge pairs of the rod-rod contact.
@@ -758,9 +444,16 @@ class DERNetwork(AbstractImplicitModel):
     fixed_edges: tuple = eqx.field(static=True, default=())
     force_fn: Callable | None = eqx.field(static=True, default=None)
     motion: Callable | None = eqx.field(static=True, default=None)
-    natural_curvature_fn: Callable | None = eqx.field(static=True, default=None)
-    natural_twist_fn: Callable | None = eqx.field(static=True, default=None)
+    natural_curvature_fn: eqx.Module | None = None
+    natural_twist_fn: eqx.Module | None = None
     load_factor: jax.Array = 1.0
+    motion_data: eqx.Module | None = None
+    clamps: tuple = ()
+    clamp_limbs: tuple = eqx.field(static=True, default=())
+    tendons: tuple = ()
+    tendon_limbs: tuple = eqx.field(static=True, default=())
+    chambers: tuple = ()
+    chamber_limbs: tuple = eqx.field(static=True, default=())
 
     def __init__(
         self,
@@ -785,6 +478,10 @@ class DERNetwork(AbstractImplicitModel):
         joint_natural_twist=None,
         contacts=(),
         load_factor=1.0,
+        clamps=(),
+        tendons=(),
+        chambers=(),
+        section_radius=None,
     ):
         """Build a network.
 
@@ -800,7 +497,9 @@ class DERNetwork(AbstractImplicitModel):
             clamped_edges: ``[(limb, edge), ...]``: fixes both nodes and the twist of each edge.
             fixed_nodes: ``[(limb, node), ...]`` positions prescribed (pinned).
             fixed_edges: ``[(limb, edge), ...]`` twist angles prescribed.
-            motion: static ``m(t) -> (R, 4)``; default: fixed DOFs keep their ``q0`` values.
+            motion: ``m(t) -> (R, 4)``: a plain function (static) or an ``eqx.Module`` (traced,
+                e.g. :class:`~jaxrod.signals.SampledMotion`); default: fixed DOFs keep their
+                ``q0`` values.
             q0: ``(R, 4)``; default the rest configuration.
             v0: ``(R, 4)``; default at rest.
             natural_curvature_fn: actuation map of the natural curvature (see the class docstring).
@@ -808,6 +507,15 @@ class DERNetwork(AbstractImplicitModel):
             joint_natural_curvature: ``(S_j, 2)``; default: curvature of the rest shape.
             joint_natural_twist: ``(S_j,)`` [rad]; default: twist of the rest shape.
             contacts: ``FloorContact`` / ``RodRodContact`` records (see the module docstring).
+            load_factor: scale of the external loads (see the class docstring).
+            clamps: :class:`~jaxrod.models.der.ClampMotion` records, each as ``(limb, clamp)``
+                (a bare clamp on a one-limb network); ``clamp.edge`` counts along its limb.
+            tendons: :class:`~jaxrod.actuation.tendons.Tendon` records as ``(limb, tendon)``
+                (a bare tendon on a one-limb network).
+            chambers: :class:`~jaxrod.actuation.chambers.Chamber` records as ``(limb, chamber)``
+                (a bare chamber on a one-limb network).
+            section_radius: radius [m] holding the tendon channels and the chambers (default:
+                each limb's radius).
 
         Raises:
             ValueError: missing limbs/nodes/edges in joints or boundary conditions, an interior
@@ -818,6 +526,9 @@ class DERNetwork(AbstractImplicitModel):
                 not a FloorContact or RodRodContact.
         """
         check_finite_scalar("load_factor", load_factor)
+        if section_radius is not None:
+            check_finite_scalar("section_radius", section_radius, "m")
+            check_positive("section_radius", section_radius, "m")
         limbs = tuple(limbs)
         if not limbs:
             raise ValueError("a DERNetwork needs at least one limb")
@@ -827,23 +538,27 @@ class DERNetwork(AbstractImplicitModel):
                     f"limbs[{i}] must be a DERRod (build it with DERRod.from_polyline / straight), "
                     f"got {type(limb).__name__}"
                 )
-        if any(is_traced(limb.rest_positions) for limb in limbs):
-            raise ValueError(
-                "DERNetwork: limb rest positions must be concrete (the topology is built on the host)"
-            )
         joints = tuple(joints)
-        rest = [np.asarray(limb.rest_positions) for limb in limbs]
-        topo, _ = _build_topology([r.shape[0] for r in rest], joints, rest)
+        traced = any(is_traced(limb.rest_positions) for limb in limbs)
+        if traced and joints:
+            raise ValueError(
+                "DERNetwork: limb rest positions must be concrete where limbs are joined (the joints "
+                "are built and checked on the host)"
+            )
+        # without joints the topology needs only the limb sizes (a rod may be built under jit)
+        rest = [None if traced else np.asarray(limb.rest_positions) for limb in limbs]
+        topo, _ = _build_topology([limb.n_nodes for limb in limbs], joints, rest)
         self.limbs = limbs
         self.joints = joints
-        # rest angle between the material frames across each joint stencil (theta = 0 at rest)
-        # rest angle between the material frames across each joint stencil (theta = 0 at rest),
-        # and the rest curvature/twist of the joint stencils (one compiled call, not ~100 eager ops)
-        pts = jnp.concatenate(
-            [jnp.asarray(limb.rest_positions, dtype=float) for limb in limbs]
-        )
-        offset, kappa_rest, tau_rest = _joint_rest_data(pts, topo)
-        topo = eqx.tree_at(lambda t: t.stencil_twist_offset, topo, offset)
+        if joints:
+            # rest angle between the material frames across each joint stencil (theta = 0 at
+            # rest), and the rest curvature/twist of the joint stencils (one compiled call, not
+            # ~100 eager ops)
+            pts = jnp.concatenate([jnp.asarray(limb.rest_positions, dtype=float) for limb in limbs])
+            offset, kappa_rest, tau_rest = _joint_rest_data(pts, topo)
+            topo = eqx.tree_at(lambda t: t.stencil_twist_offset, topo, offset)
+        else:
+            kappa_rest, tau_rest = np.zeros((0, 2)), np.zeros(0)
         self.topology = topo
         M, R = topo.n_nodes, topo.n_rows
         self.gravity = jnp.asarray(gravity, dtype=float)
@@ -871,12 +586,31 @@ class DERNetwork(AbstractImplicitModel):
         check_shape("distributed_force", self.distributed_force, (3,))
         check_finite("distributed_force", self.distributed_force)
         self.force_fn = force_fn
-        self.motion = motion
-        self.natural_curvature_fn = natural_curvature_fn
-        self.natural_twist_fn = natural_twist_fn
-        if q0 is None:
+        if isinstance(motion, eqx.Module):
+            self.motion, self.motion_data = None, motion
+        elif motion is None or callable(motion):
+            self.motion, self.motion_data = motion, None
+        else:
+            raise ValueError(
+                "motion must be a callable t -> (R, 4) or an eqx.Module (e.g. SampledMotion), "
+                f"got {type(motion).__name__}"
+            )
+        self.natural_curvature_fn = _as_module("natural_curvature_fn", natural_curvature_fn)
+        self.natural_twist_fn = _as_module("natural_twist_fn", natural_twist_fn)
+        sizes = [limb.n_nodes for limb in limbs]
+        self.clamps, self.clamp_limbs = _limb_records("clamps", clamps, sizes)
+        _check_clamps(self.clamps, self.clamp_limbs, sizes)
+        self.tendons, self.tendon_limbs = _limb_records("tendons", tendons, sizes)
+        _check_der_tendons(self.tendons, self.tendon_limbs, limbs, section_radius)
+        self.chambers, self.chamber_limbs = _limb_records("chambers", chambers, sizes)
+        _check_der_chambers(self.chambers, self.chamber_limbs, limbs, section_radius)
+        default_q0 = q0 is None
+        if q0 is None and traced:
+            q0 = jnp.zeros((R, 4)).at[:M, :3].set(self._rest_node_positions())
+        elif q0 is None:  # NumPy throughout: under a transformation jnp.asarray gives a tracer
             q0 = np.zeros((R, 4))
-            q0[:M, :3] = np.asarray(self._rest_node_positions())
+            pts = np.concatenate([np.asarray(limb.rest_positions) for limb in limbs])
+            q0[:M, :3] = pts[np.asarray(topo.node_source, dtype=np.int64)]
         self.q0 = jnp.asarray(q0, dtype=float)
         check_shape("q0", self.q0, (R, 4))
         check_finite("q0", self.q0)
@@ -896,8 +630,13 @@ class DERNetwork(AbstractImplicitModel):
         for spec in fixed_edges:
             limb, e = _limb_global(topo, "fixed_edges", spec, "edge")
             tw.add(topo.limb_edge_offsets[limb] + e)
+        for g, a, b, _, _ in self._clamp_edges():
+            nodes |= {a, b}
+            tw.add(g)
         self.fixed_nodes = tuple(sorted(nodes))
         self.fixed_edges = tuple(sorted(tw))
+        if self.clamps:
+            self.q0 = self._clamp_start(default_q0)
         self.load_factor = jnp.asarray(load_factor, dtype=float)
         n_joint = topo.n_stencils - topo.n_limb_stencils
         if joint_natural_curvature is None:
@@ -915,6 +654,10 @@ class DERNetwork(AbstractImplicitModel):
         self._set_contacts(contacts)
         if self._rod_contact is not None:
             self.jacobian_solver = DenseJacobianSolver()
+        elif topo.chain:
+            # one limb: the stencils couple 11 consecutive entries, an O(N) banded solve from 21
+            # coloured JVPs (the general colouring would store and factor the matrix densely)
+            self.jacobian_solver = BandedJacobianSolver(lower=DER_BANDWIDTH, upper=DER_BANDWIDTH)
         else:
             rows, cols = jacobian_pattern(topo)
             self.jacobian_solver = ColouredJacobianSolver.from_pattern(
@@ -969,6 +712,9 @@ class DERNetwork(AbstractImplicitModel):
 
     # ---- per-edge / per-stencil parameters (traced; differentiable in the limbs) --------------
     def _per_edge(self, fn):
+        """``(E,)`` per-edge values of a limb property ``fn(limb)`` (scalar per limb)."""
+        if len(self.limbs) == 1:
+            return jnp.broadcast_to(jnp.asarray(fn(self.limbs[0]), dtype=float), (self.n_edges,))
         return jnp.concatenate(
             [
                 jnp.broadcast_to(
@@ -980,7 +726,7 @@ class DERNetwork(AbstractImplicitModel):
 
     def rest_lengths(self):
         """``(E,)`` rest edge lengths [m]."""
-        return jnp.concatenate([limb.rest_lengths for limb in self.limbs])
+        return _concat([limb.rest_lengths for limb in self.limbs])
 
     def _rest_node_positions(self):
         return self._node_positions(self.topology)
@@ -1000,17 +746,16 @@ class DERNetwork(AbstractImplicitModel):
     @property
     def natural_curvature(self):
         """``(S, 2)`` stored natural curvature of all stencils (limb stencils then joints)."""
-        return jnp.concatenate(
-            [limb.natural_curvature for limb in self.limbs]
-            + [self.joint_natural_curvature]
-        )
+        if self.topology.chain:
+            return self.limbs[0].natural_curvature
+        return jnp.concatenate([limb.natural_curvature for limb in self.limbs] + [self.joint_natural_curvature])
 
     @property
     def natural_twist(self):
         """``(S,)`` stored natural twist [rad] of all stencils."""
-        return jnp.concatenate(
-            [limb.natural_twist for limb in self.limbs] + [self.joint_natural_twist]
-        )
+        if self.topology.chain:
+            return self.limbs[0].natural_twist
+        return jnp.concatenate([limb.natural_twist for limb in self.limbs] + [self.joint_natural_twist])
 
     def natural_curvature_at(self, t):
         """``(S, 2)`` natural curvature used at time ``t`` [s] (after ``natural_curvature_fn``)."""
@@ -1028,7 +773,10 @@ class DERNetwork(AbstractImplicitModel):
 
     def stencil_parameters(self):
         """Per stencil: Voronoi length ``(S,)`` [m], EI ``(S,)`` [N m^2], GJ ``(S,)`` [N m^2]
-        (series mean across limbs, see the module docstring)."""
+        (series mean across limbs, see the module docstring); scalars EI, GJ on a chain."""
+        if self.topology.chain:  # the same values without the per-stencil gathers
+            limb = self.limbs[0]
+            return limb.voronoi_lengths[1:-1], limb.EI, limb.GJ
         lr = self.rest_lengths()
         se = self.topology.stencil_edges
         la, lb = lr[se[:, 0]], lr[se[:, 1]]
@@ -1047,22 +795,25 @@ class DERNetwork(AbstractImplicitModel):
 
     def node_voronoi(self):
         """``(M,)`` node Voronoi lengths [m]: half of every incident rest edge."""
+        if self.topology.chain:
+            return self.limbs[0].voronoi_lengths
         half = 0.5 * self.rest_lengths()
         en = self.topology.edge_nodes
         return jnp.zeros(self.n_nodes).at[en[:, 0]].add(half).at[en[:, 1]].add(half)
 
     def node_masses(self):
         """``(M,)`` lumped node masses [kg]: half the mass of every incident edge."""
+        if self.topology.chain:  # the rod's own ``rho A V_i``: the same value, rounded the same way
+            return self.limbs[0].node_masses()
         half = 0.5 * self._per_edge(lambda r: r.density * r.area) * self.rest_lengths()
         en = self.topology.edge_nodes
         return jnp.zeros(self.n_nodes).at[en[:, 0]].add(half).at[en[:, 1]].add(half)
 
     def edge_twist_inertia(self):
         """``(E,)`` twist inertia [kg m^2] ``rho A l h^2 / 2`` of each edge."""
-        return (
-            self._per_edge(lambda r: r.density * r.area * r.radius**2 / 2.0)
-            * self.rest_lengths()
-        )
+        if self.topology.chain:  # the rod's own values, rounded the same way
+            return self.limbs[0].edge_twist_inertia()
+        return self._per_edge(lambda r: r.density * r.area * r.radius**2 / 2.0) * self.rest_lengths()
 
     # ---- actuation helpers -------------------------------------------------------------------
     def with_limb_natural_curvature(self, limb: int, kappa_bar) -> DERNetwork:
@@ -1095,21 +846,105 @@ class DERNetwork(AbstractImplicitModel):
         return jnp.asarray(m)
 
     def prescribed(self, t):
-        if self.motion is None:
-            return self.q0
-        return jnp.asarray(self.motion(t), dtype=float)
+        if self.motion_data is not None:
+            q = jnp.asarray(self.motion_data(t), dtype=float)
+        elif self.motion is not None:
+            q = jnp.asarray(self.motion(t), dtype=float)
+        else:
+            q = self.q0
+        if not self.clamps:
+            return q
+        ref = network_initial_frames(self.q0, self.topology)
+        for c, (g, a, b, _, _), (nodes, theta) in zip(
+            self.clamps, self._clamp_edges(), self._clamp_samples(ref), strict=True
+        ):
+            x = interp_linear(c.times, nodes, t)
+            rows = slice(a, a + 2) if b == a + 1 else np.array([a, b])
+            q = q.at[rows, :3].set(x).at[g, 3].set(interp_linear(c.times, theta, t))
+        return q
+
+    # ---- clamps (ClampMotion) ---------------------------------------------------------------
+    def _clamp_edges(self):
+        """Per clamp: ``(global edge, its first node, its second node, limb edge, limb)``."""
+        topo, out = self.topology, []
+        for c, l in zip(self.clamps, self.clamp_limbs, strict=True):
+            e = c.edge_index(len(topo.limb_nodes[l]) - 1)
+            out.append((topo.limb_edge_offsets[l] + e, topo.limb_nodes[l][e], topo.limb_nodes[l][e + 1], e, l))
+        return out
+
+    def _clamp_samples(self, ref):
+        """Per clamp: ``(T, 2, 3)`` node positions [m] and ``(T,)`` twist angles [rad] at its
+        sample times, the angles offset by whole turns to continue ``q0``'s angle."""
+        out = []
+        for c, (g, _, _, e, l) in zip(self.clamps, self._clamp_edges(), strict=True):
+            ang = c.sample_angles(ref.d1[g], ref.tangent[g])
+            turns = jnp.round((self.q0[g, 3] - ang[0]) / (2 * jnp.pi))
+            out.append((c.node_positions(self.limbs[l].rest_lengths[e]), ang + 2 * jnp.pi * turns))
+        return out
+
+    def _clamp_start(self, default_q0):
+        """``q0`` with the clamped edges' twist set from the clamps' first orientation (when ``q0``
+        was not given); checks that ``q0`` agrees with every clamp's first pose."""
+        q0 = self.q0
+        ref = network_initial_frames(q0, self.topology)
+        for k, (c, (g, a, b, e, l)) in enumerate(zip(self.clamps, self._clamp_edges(), strict=True)):
+            ang = c.sample_angles(ref.d1[g], ref.tangent[g])
+            if default_q0:
+                q0 = q0.at[g, 3].set(ang[0])
+            rest_length = self.limbs[l].rest_lengths[e]
+            if any(is_traced(x) for x in (q0, c.orientations, c.positions, rest_length)):
+                continue
+            axis_cos = np.asarray(c.orientations[:, :, 2] @ ref.tangent[g])
+            if axis_cos.min() < MIN_AXIS_COSINE:
+                j = int(np.argmin(axis_cos))
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): the clamp axis at sample {j} is "
+                    f"{np.degrees(np.arccos(np.clip(axis_cos[j], -1, 1))):.1f} deg from its direction at q0; "
+                    f"clamped edges may turn at most {np.degrees(np.arccos(MIN_AXIS_COSINE)):.0f} deg away "
+                    "from their initial direction (the reference frame is the minimal rotation from it)"
+                )
+            nodes = np.asarray(c.node_positions(rest_length)[0])
+            gap = np.abs(nodes - np.asarray(q0[np.array([a, b]), :3])).max()
+            tol = 1e-6 * float(np.asarray(rest_length))
+            if gap > tol:
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): the first pose puts the edge's nodes {gap:.3g} m away from "
+                    f"q0 (nodes {a}, {b}); q0 must start in the first clamp pose (node positions "
+                    "ClampMotion.node_positions(rest_length)[0]: the clamp point is the edge's midpoint)"
+                )
+            dth = float(np.asarray(q0[g, 3] - ang[0]))
+            dth = (dth + np.pi) % (2 * np.pi) - np.pi
+            if abs(dth) > 1e-6:
+                raise ValueError(
+                    f"clamps[{k}] (edge {e}): q0's twist angle of the edge differs from the clamp's first "
+                    f"orientation by {dth:.3g} rad; set q0[{g}, 3] = {float(ang[0]):.6g} or leave q0=None"
+                )
+        return q0
+
+    def _pin_clamp_frames(self, frames):
+        """Reference frames with every clamped edge's director and tangent reset to those at
+        ``q0``: the edge's reference director is then always the minimal rotation of its director
+        at ``q0`` to its current tangent (see :mod:`~jaxrod.models.der.motion`), so a clamp's
+        absolute orientation fixes its twist angle from the time alone."""
+        if not self.clamps:
+            return frames
+        ref = network_initial_frames(self.q0, self.topology)
+        idx = jnp.asarray([g for g, *_ in self._clamp_edges()])
+        return ReferenceFrames(
+            frames.d1.at[idx].set(ref.d1[idx]), frames.tangent.at[idx].set(ref.tangent[idx]), frames.ref_twist
+        )
 
     def init_aux(self, q):
-        frames = network_initial_frames(q, self.topology)
+        frames = self._pin_clamp_frames(network_initial_frames(q, self.topology))
         if self._rod_contact is None:
             return frames
-        return NetworkContactAux(frames, self._candidates(q))
+        return ContactAux(frames, self._candidates(q))
 
     def update_aux(self, q, aux):
-        frames = network_update_frames(q, _frames(aux), self.topology)
+        frames = self._pin_clamp_frames(network_update_frames(q, _frames(aux), self.topology))
         if self._rod_contact is None:
             return frames
-        return NetworkContactAux(frames, self._candidates(q))
+        return ContactAux(frames, self._candidates(q))
 
     def default_linear_solver(self):
         """:class:`ColouredJacobianSolver` for the stencil pattern; dense ``jacfwd`` with rod-rod
@@ -1139,8 +974,12 @@ class DERNetwork(AbstractImplicitModel):
     def mass(self):
         """``(R, 4)`` lumped masses [kg] on positions, twist inertias [kg m^2]; 1 on padding."""
         M, E, R = self.n_nodes, self.n_edges, self.topology.n_rows
-        m = jnp.ones(R).at[:M].set(self.node_masses())
-        inertia = jnp.ones(R).at[:E].set(self.edge_twist_inertia())
+        if self.topology.chain:  # padding by concatenation, as the single rod always had it
+            m = jnp.concatenate([self.node_masses(), jnp.ones(R - M)])
+            inertia = jnp.concatenate([self.edge_twist_inertia(), jnp.ones(R - E)])
+        else:  # (the same values; kept as it was: XLA at -O0 rounds the two programs differently)
+            m = jnp.ones(R).at[:M].set(self.node_masses())
+            inertia = jnp.ones(R).at[:E].set(self.edge_twist_inertia())
         return jnp.concatenate(
             [jnp.repeat(m[:, None], 3, axis=1), inertia[:, None]], axis=1
         )
@@ -1148,7 +987,7 @@ class DERNetwork(AbstractImplicitModel):
     def elastic_energy(self, q, aux: ReferenceFrames, t=0.0):
         """Total elastic energy [J] of configuration ``q`` ``(R, 4)`` at time ``t`` [s] (the
         natural curvature and twist may depend on time)."""
-        kin = network_kinematics(q, _frames(aux), self.topology)
+        kin = kinematics(q, _frames(aux), self.topology)
         vor, EI, GJ = self.stencil_parameters()
         EA = self._per_edge(lambda r: r.EA)
         kb = self.natural_curvature_at(t)
@@ -1173,18 +1012,54 @@ class DERNetwork(AbstractImplicitModel):
         if self.force_fn is not None:
             f = f + self.load_factor * jnp.asarray(self.force_fn(t), dtype=float)
         f = f - self.damping * vor[:, None] * v[:M, :3]
-        return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
+        return _pad_rows(f, M, R, self.topology.chain)
+
+    def tendon_forces(self, q, t, aux):
+        """``(R, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq``, and of the chambers,
+        ``+P(t) A dl/dq`` (zero without either), scaled by ``load_factor``."""
+        from ...actuation.tendons import StraightRouting
+
+        pulls = [
+            (limb, td.routing, td.termination, td.tension_at(t))
+            for td, limb in zip(self.tendons, self.tendon_limbs, strict=True)
+        ] + [
+            (limb, StraightRouting(ch.offset), None, -ch.area * ch.pressure_at(t))
+            for ch, limb in zip(self.chambers, self.chamber_limbs, strict=True)
+        ]
+        frames = _frames(aux)
+        f = jnp.zeros_like(q)
+        for limb, routing, termination, pull in pulls:
+            rest = self.limbs[limb].rest_lengths
+            if self.topology.chain:
+                dl = jax.grad(tendon_length)(q, frames, rest, routing, termination)
+            else:
+                dl = jax.grad(
+                    lambda x: tendon_length(*self._limb_state(x, frames, limb), rest, routing, termination)
+                )(q)
+            f = f - self.load_factor * pull * dl
+        return f
+
+    def _limb_state(self, q, frames, limb):
+        """Limb ``limb``'s own ``(N_l, 4)`` state and :class:`ReferenceFrames` (edges
+        ``(N_l-1, 3)``) from the network's ``q`` and ``frames``."""
+        nodes = np.asarray(self.topology.limb_nodes[limb])
+        e0, n = self.topology.limb_edge_offsets[limb], nodes.size
+        twist = jnp.concatenate([q[e0 : e0 + n - 1, 3:], jnp.zeros((1, 1), q.dtype)])
+        limb_frames = ReferenceFrames(frames.d1[e0 : e0 + n - 1], frames.tangent[e0 : e0 + n - 1], frames.ref_twist)
+        return jnp.concatenate([q[nodes, :3], twist], axis=1), limb_frames
 
     def residual(self, q, v, a, t, aux):
+        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
         if not self.contacts:
             grad_e = jax.grad(self.elastic_energy)(q, aux, t)
-            return self.mass() * a + grad_e - self.external_forces(q, v, t)
+            return self.mass() * a + grad_e - self.external_forces(q, v, t) - tendons
         grad_e = jax.grad(self.potential_energy)(q, aux, t)
         return (
             self.mass() * a
             + grad_e
             - self.external_forces(q, v, t)
             - self.friction_forces(q, v, aux)
+            - tendons
         )
 
     # ---- contact ------------------------------------------------------------------------------
@@ -1197,8 +1072,10 @@ class DERNetwork(AbstractImplicitModel):
 
     def node_radius(self):
         """``(M,)`` contact radius of each node [m]: the largest radius of its incident edges."""
+        if self.topology.chain:  # one rod: its radius at every node (traced or not)
+            return jnp.broadcast_to(jnp.asarray(self.limbs[0].radius, dtype=float), (self.n_nodes,))
         en = self.topology.edge_nodes
-        if not any(is_traced(limb.radius) for limb in self.limbs):
+        if not is_traced(en) and not any(is_traced(limb.radius) for limb in self.limbs):
             r = np.concatenate([np.broadcast_to(np.asarray(limb.radius, float), (limb.n_nodes - 1,)) for limb in self.limbs])
             out = np.zeros(self.n_nodes)
             np.maximum.at(out, np.asarray(en[:, 0]), r)
@@ -1267,7 +1144,7 @@ class DERNetwork(AbstractImplicitModel):
                     c.nu,
                     self.topology.edge_nodes,
                 )
-            elif not c.anisotropic:
+            elif not c.anisotropic or self.topology.chain:  # a chain: the floor's own rod directions
                 f = f + c.friction(x, vx, self.node_radius())
             else:  # rod direction at a node: sum of the incident edge tangents, in the plane
                 en = self.topology.edge_nodes
@@ -1281,7 +1158,7 @@ class DERNetwork(AbstractImplicitModel):
                 u = vx - jnp.sum(vx * n, axis=-1, keepdims=True) * n
                 fn = c.normal_forces(x, self.node_radius())
                 f = f + c.anisotropic_friction(u, fn, tn)
-        return jnp.zeros((R, 4), dtype=f.dtype).at[:M, :3].set(f)
+        return _pad_rows(f, M, R, self.topology.chain)
 
     def newton_step_limit(self, q, v, dq, dv, aux):
         """Step fraction keeping floor friction from overshooting through sticking
@@ -1390,7 +1267,7 @@ def _joint_rest_data(points, topo: NetworkTopology):
     )
     frames = network_initial_frames(q, topo)
     topo = eqx.tree_at(lambda t: t.stencil_twist_offset, topo, frames.ref_twist)
-    kin = network_kinematics(q, frames, topo)
+    kin = kinematics(q, frames, topo)
     s = slice(topo.n_limb_stencils, topo.n_stencils)
     return (
         frames.ref_twist,

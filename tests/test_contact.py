@@ -615,3 +615,28 @@ def test_a_step_whose_contact_iteration_fails_names_that_solver():
     assert msg.startswith("the contact (prox) iteration did not converge at step 0"), msg
     assert "last impulse change [N s]" in msg and "MoreauOptions.max_iterations" in msg and "Newton" not in msg
     assert info.value.step == 0
+
+
+def test_checkpointed_reverse_mode_gives_the_same_gradient_with_a_small_tape():
+    """jax.grad of the slide-to-roll ball's position at 0.4 s w.r.t. mu, through 400 Moreau steps
+    (each contact solve differentiated implicitly, reverse mode): with ``simulate(checkpoint=True)``
+    the gradient is the same to 1e-12 and XLA's temporary buffers shrink (only the states at the 20
+    saves and one interval's are kept; measured 10 MB -> 72 kB); both match the closed form
+    dx/dmu = -v0 t* / (7 mu) with t* = 2 v0 / (7 mu g) (x = v0 t* / 7 + 5/7 v0 T) to O(dt)."""
+    v0, r, mu0 = 1.0, 0.1, 0.3
+
+    def x_end(mu, checkpoint):
+        cs = ball((0.0, 0.0, r), (v0, 0.0, 0.0), mu=mu0, r=r)
+        cs = eqx.tree_at(lambda c: c.mu, cs, jnp.broadcast_to(mu, cs.mu.shape))
+        return jaxrod.simulate(cs, dt=DT, n_steps=400, save_every=20, checkpoint=checkpoint).positions[-1, 0, 0]
+
+    out = {}
+    for ck in (False, True):
+        compiled = jax.jit(jax.grad(lambda m, ck=ck: x_end(m, ck))).lower(jnp.asarray(mu0)).compile()
+        mem = compiled.memory_analysis()
+        out[ck] = (float(compiled(jnp.asarray(mu0))), None if mem is None else mem.temp_size_in_bytes)
+    assert abs(out[True][0] - out[False][0]) <= 1e-12 * abs(out[False][0])
+    ts = 2 * v0 / (7 * mu0 * G)
+    assert abs(out[False][0] - (-v0 * ts / (7 * mu0))) < 0.02 * v0 * ts / (7 * mu0)
+    if out[False][1] is not None:
+        assert out[True][1] < 0.1 * out[False][1], out

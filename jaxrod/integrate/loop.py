@@ -87,7 +87,8 @@ def _skipped_stats(shapes):
     return jax.tree_util.tree_map(fill, shapes)
 
 
-def scan_saves_checked(one_step, observe, carry0, n_saves, save_every, n_active, failed0=False, cheap_steps=False):
+def scan_saves_checked(one_step, observe, carry0, n_saves, save_every, n_active, failed0=False, cheap_steps=False,
+                       checkpoint=False):
     """:func:`scan_saves` that also carries the failure flag: returns ``(carry, failed, outs, stats)``.
 
     A step whose ``converged`` is False leaves the carry unchanged (the last converged state) and
@@ -96,7 +97,9 @@ def scan_saves_checked(one_step, observe, carry0, n_saves, save_every, n_active,
     a chunked run. ``cheap_steps`` (explicit steppers): the step is always computed and its result
     discarded by a select while ``failed``, the same results without the conditional, which costs
     more than a cheap step on XLA-CPU (RK4 on a 10-link chain: 48 us per step with the
-    conditional, 34 without).
+    conditional, 34 without). ``checkpoint``: ``jax.checkpoint`` around each step and each save
+    interval, so reverse mode stores the states at the saves only and recomputes the rest (two-level
+    checkpointing: memory of ``n_saves + save_every`` states instead of every step's intermediates).
     """
     shapes = {}
 
@@ -130,6 +133,9 @@ def scan_saves_checked(one_step, observe, carry0, n_saves, save_every, n_active,
         carry, stats = jax.lax.switch(failed.astype(jnp.int32), (run, skip), carry)
         return (carry, failed | ~stats[0]), stats
 
+    if checkpoint:
+        step = jax.checkpoint(step, prevent_cse=False)
+
     def one_save(c, i):
         def active(c):
             return jax.lax.scan(step, c, jnp.arange(save_every))
@@ -147,6 +153,8 @@ def scan_saves_checked(one_step, observe, carry0, n_saves, save_every, n_active,
             c, stats = jax.lax.cond(i < n_active, active, idle, c)
         return c, (observe(c[0]), stats)
 
+    if checkpoint:
+        one_save = jax.checkpoint(one_save, prevent_cse=False)
     (carry, failed), (outs, stats) = jax.lax.scan(
         one_save, (carry0, jnp.asarray(failed0)), jnp.arange(n_saves)
     )

@@ -81,6 +81,7 @@ def simulate(
     throw: bool = True,
     progress: bool | int = False,
     fallback: bool | None = None,
+    checkpoint: bool = False,
 ):
     """Integrate ``model`` in time.
 
@@ -119,6 +120,11 @@ def simulate(
             (a batched retry runs every attempt for every member, up to 4 solves per step; pass
             ``True`` to force it). ``jax.vmap(jax.jit(f))`` hides the batch from ``simulate``:
             pass ``fallback=False`` there.
+        checkpoint: under ``jax.grad`` (reverse mode), recompute each step and each save interval
+            in the backward pass instead of storing their intermediates (``jax.checkpoint``): the
+            tape holds the states at the saved frames and one interval's states, instead of every
+            step's linearisation (for long runs: choose ``save_every`` near ``sqrt(n_steps)``), at
+            the cost of about one more forward pass. Same gradients; no effect on plain runs.
 
     Returns:
         :class:`Trajectory` (a subclass for some models) with ``n_steps // save_every + 1`` saved
@@ -142,7 +148,7 @@ def simulate(
     if not isinstance(dt, jax.core.Tracer):
         stepper.check_dt(float(dt))
     if traced:
-        return _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw)
+        return _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw, checkpoint=bool(checkpoint))
 
     what = f"the time loop ({stepper.describe()})"
     res = run_steps(stepper, state, t0=t0, dt=dt, n_steps=n_steps, save_every=save_every, progress=progress,
@@ -163,7 +169,7 @@ def simulate(
     return traj
 
 
-def _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw):
+def _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw, checkpoint=False):
     """The run as one ``lax.scan`` program (under ``jit``/``vmap``/``grad``, whose caller fixes the shapes)."""
     t0, dt = _f(t0), _f(dt)
     carry0 = stepper.init(state, t0, dt)
@@ -176,7 +182,7 @@ def _simulate_traced(stepper, state, t0, dt, n_saves, save_every, throw):
 
     (carry, _), _, frames, stats = scan_saves_checked(
         one_step, lambda c: stepper.observe(c[0]), (carry0, t0), n_saves, save_every, n_saves,
-        cheap_steps=stepper.cheap_steps,
+        cheap_steps=stepper.cheap_steps, checkpoint=checkpoint,
     )
     stats = tuple(s.reshape(-1) for s in stats)
     stats = stats + (jnp.zeros(stats[0].shape, jnp.int32),) * (6 - len(stats))

@@ -11,7 +11,6 @@ import dataclasses
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ...validation import is_traced
@@ -262,12 +261,13 @@ def _build_topology(limb_sizes, joints, rest_positions):
     ss = np.asarray(ss, dtype=float).reshape(-1, 2)
     same = edge_limb[se[:, 0]] == edge_limb[se[:, 1]] if se.size else np.zeros(0, bool)
     topo = NetworkTopology(
-        edge_nodes=jnp.asarray(edge_nodes),
-        stencil_nodes=jnp.asarray(sn),
-        stencil_edges=jnp.asarray(se),
-        stencil_signs=jnp.asarray(ss),
-        stencil_same_limb=jnp.asarray(same),
-        stencil_twist_offset=jnp.zeros(sn.shape[0]),
+        # device_put, not jnp.asarray/jnp.zeros: those compile a small program per shape
+        edge_nodes=jax.device_put(np.asarray(edge_nodes)),
+        stencil_nodes=jax.device_put(sn),
+        stencil_edges=jax.device_put(se),
+        stencil_signs=jax.device_put(ss),
+        stencil_same_limb=jax.device_put(np.asarray(same)),
+        stencil_twist_offset=jax.device_put(np.zeros(sn.shape[0])),
         limb_nodes=tuple(tuple(r) for r in ids),
         limb_edge_offsets=tuple(offsets),
         limb_stencil_offsets=tuple(stencil_offsets),

@@ -187,7 +187,9 @@ def modal(model, state=None, *, n_modes=None, t=0.0, symmetry_tol=SYMMETRY_TOL) 
             state, _ = solve_static(model, t=t)
         except ConvergenceError as e:
             # the solver's advice names solve_static's options, which modal() does not take
-            msg = str(e).split("; try load_steps")[0].split("; the model cannot scale its loads")[0]
+            from ..integrate.implicit import _static_advice
+
+            msg = str(e).replace("; " + _static_advice(model, 1), "")  # solve_static's own advice
             how = ("e.g. state, _ = jaxrod.solve_static(model, t=t, load_steps=10)" if hasattr(model, "with_load_factor")
                    else "e.g. with jaxrod.solve_static(model, t=t, state0=...) from a closer start; a coordinate "
                         "that nothing holds (a joint with no spring or limit along gravity) has no equilibrium")

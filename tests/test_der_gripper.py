@@ -1,5 +1,5 @@
 """DisMech's active entanglement gripper (:func:`jaxrod.scenes.network.gripper`): dynamic rod-rod
-contact in a :class:`~jaxrod.models.der.network.DERNetwork` whose fingers curl by natural-curvature
+contact in a :class:`~jaxrod.models.der.model.DERNetwork` whose fingers curl by natural-curvature
 actuation.
 
 A small gripper (3 fingers x 10 nodes, 0.1 m long, curling toward the axis so they collide within

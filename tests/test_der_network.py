@@ -1,4 +1,4 @@
-"""Multi-rod DER networks (:class:`jaxrod.models.der.network.DERNetwork`): elastic joints and
+"""Multi-rod DER networks (:class:`jaxrod.models.der.model.DERNetwork`): elastic joints and
 natural-curvature actuation.
 
 * A single limb is exactly :class:`DERModel` (trajectory and static solution, to round-off).
@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import jaxrod
-from jaxrod.models.der.network import DERNetwork, Joint, integrated_curvature
+from jaxrod.models.der.model import DERNetwork, Joint, integrated_curvature
 from jaxrod.scenes import straddled_cantilever_points
 
 E, RHO, H = 1e6, 1000.0, 0.01

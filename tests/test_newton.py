@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrod.models.der.network import ColouredJacobianSolver
+from jaxrod.solvers.jacobian import ColouredJacobianSolver
 from jaxrod.solvers import BandedJacobianSolver
 from jaxrod.solvers.newton import NewtonSolver, newton_solve
 

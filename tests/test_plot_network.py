@@ -24,7 +24,7 @@ from PIL import Image
 import jaxrod
 from jaxrod import plot
 from jaxrod.models.der.contact import FloorContact
-from jaxrod.models.der.network import DERNetwork, Joint
+from jaxrod.models.der.model import DERNetwork, Joint
 
 MAT = {"youngs_modulus": 1e6, "density": 1000.0, "radius": 0.005}
 FLOOR_Z = -0.05

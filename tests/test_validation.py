@@ -98,7 +98,7 @@ def test_unconverged_static_solve_is_reported():
 # ---------------------------------------------------------------------------------------------
 from jaxrod.calibrate import Objective, Parameter, ParamSet, fit, load_markers  # noqa: E402
 from jaxrod.models.der.contact import FloorContact, RodRodContact  # noqa: E402
-from jaxrod.models.pcs.dynamics import PCSModel, PCSRod  # noqa: E402
+from jaxrod.models.pcs.model import PCSModel, PCSRod  # noqa: E402
 from jaxrod.integrate.schemes import resolve_scheme  # noqa: E402
 from jaxrod.validation import check_int, check_int_sequence  # noqa: E402
 
@@ -223,7 +223,7 @@ def test_degenerate_states_are_refused():
 
 
 def test_network_degenerate_state_and_nan_load_factor_are_refused():
-    from jaxrod.models.der.network import DERNetwork, Joint
+    from jaxrod.models.der.model import DERNetwork, Joint
 
     a = DERRod.straight(4, 0.3, **GOOD)
     b = DERRod.straight(4, 0.3, start=(0.3, 0.0, 0.0), **GOOD)

@@ -65,7 +65,7 @@ SYMMETRY_TOL = 1e-8
 MASSLESS_TOL = 1e-14
 
 _SUPPORTED = (
-    "jaxrod.DERModel, jaxrod.models.der.network.DERNetwork, jaxrod.models.pcs.PCSModel or any other "
+    "jaxrod.DERModel, jaxrod.models.der.model.DERNetwork, jaxrod.models.pcs.PCSModel or any other "
     "AbstractImplicitModel (a residual r(q, v, a, t, aux) with fixed_mask, observe)"
 )
 

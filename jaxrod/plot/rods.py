@@ -28,7 +28,7 @@ in the shape panels' titles of a figure, in the title of every GIF frame); the f
 as ``fig.exaggeration``.
 
 Connectivity. By default the rows of ``positions (.., N, 3)`` are one rod, drawn as one polyline
-through nodes ``0 .. N-1``. A multi-rod network (:class:`~jaxrod.models.der.network.DERNetwork`)
+through nodes ``0 .. N-1``. A multi-rod network (:class:`~jaxrod.models.der.model.DERNetwork`)
 numbers its nodes limb by limb with joint nodes shared, so that polyline would join unrelated
 nodes; pass ``model=`` (each limb becomes its own polyline, ``model.topology.limb_nodes``) or
 ``edges=`` (an ``(E, 2)`` array of node ids, split into maximal chains by :func:`node_chains`).
@@ -245,7 +245,7 @@ def node_chains(model=None, edges=None, n_nodes=None):
 
     Args:
         model: a model; a network (anything with ``topology.limb_nodes``, e.g.
-            :class:`~jaxrod.models.der.network.DERNetwork`) gives one chain per limb, in limb
+            :class:`~jaxrod.models.der.model.DERNetwork`) gives one chain per limb, in limb
             order, with each limb's node sequence (joint nodes appear in every limb they belong
             to). Any other model (a single rod, a one-limb network) gives ``None``.
         edges: ``(E, 2)`` node ids ``(from, to)`` of each edge (e.g.

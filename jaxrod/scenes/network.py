@@ -1,4 +1,4 @@
-"""Scenes of jointed multi-rod DER structures (:class:`~jaxrod.models.der.network.DERNetwork`).
+"""Scenes of jointed multi-rod DER structures (:class:`~jaxrod.models.der.model.DERNetwork`).
 
 * ``network-spider``: DisMech's four-legged spider (spec 8.1, code version): a vertical body
   (0.1 m), four horizontal arms (0.1 m, along +-x, +-y) joined to the body at a hub joint and four
@@ -28,7 +28,7 @@ import numpy as np
 
 from ..models.der import DERRod
 from ..models.der.contact import FloorContact, RodRodContact
-from ..models.der.network import DERNetwork, Joint
+from ..models.der.model import DERNetwork, Joint
 from ..signals import LinearRamp
 from ..solvers.newton import NewtonSolver
 from ..integrate.schemes import BackwardEuler

@@ -50,7 +50,7 @@ E_eq = EA / (pi h^2) = 398 Pa; G = E_eq / 3 (nu = 0.5; TMTDyn: G ~ E/3), so GJ =
 density puts the fabric mass m2 = 36 g on the 22 edges (DER lumps half of each edge's mass on its
 nodes, so nodes with more edges are heavier; TMTDyn gives every node m2 / 15).
 
-Limbs. A :class:`~jaxrod.models.der.network.DERNetwork` joins limb *ends* to host nodes, so a
+Limbs. A :class:`~jaxrod.models.der.model.DERNetwork` joins limb *ends* to host nodes, so a
 node may lie inside at most one limb. The grid is covered by the front column (5 nodes, through
 the three inner front nodes) and, on each side, hooks ``(1, r) -> (0, r) -> (0, r + 1)`` for
 r = 0..2 and ``(1, 3) -> (0, 3) -> (0, 4) -> (1, 4)`` (rest shapes stress free: the paper's beams
@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..models.der import DERRod
-from ..models.der.network import DERNetwork, Joint
+from ..models.der.model import DERNetwork, Joint
 from ..integrate.schemes import BackwardEuler
 from .scene import Scene
 

@@ -14,6 +14,8 @@ A strategy is a small :class:`equinox.Module` (its configuration is static) with
   storage and block LU (:mod:`jaxrod.solvers.linear`); O(n) for fixed bandwidth.
 * :class:`BlockTridiagonalJacobianSolver`: ``3 m`` JVPs for a matrix that is block tridiagonal
   with blocks of size ``m`` (a chain of coupled groups of unknowns), same storage and block LU.
+* :class:`ColouredJacobianSolver`: any known sparsity pattern, one JVP per colour of a greedy
+  column colouring (:func:`colour_columns`), stored and factored densely (a DER network).
 * :class:`PermutedJacobianSolver`: any of the above applied to a reordered (and padded) copy of
   the unknowns, e.g. a multibody system laid out body by body (:mod:`jaxrod.system.structure`).
 
@@ -44,9 +46,11 @@ __all__ = [
     "AbstractJacobianSolver",
     "BandedJacobianSolver",
     "BlockTridiagonalJacobianSolver",
+    "ColouredJacobianSolver",
     "DenseJacobianSolver",
     "PermutedJacobianSolver",
     "DenseLU",
+    "colour_columns",
 ]
 
 
@@ -303,3 +307,82 @@ class PermutedJacobianSolver(AbstractJacobianSolver):
 
     def matvec(self, op, v) -> Array:
         return self.inner.matvec(op, self._scatter(v))[self.slots]
+
+
+def colour_columns(rows, cols, n):
+    """Greedy colouring of the ``n`` columns of a sparse pattern so that no two columns of one
+    colour share a row (then one JVP per colour recovers every entry). Returns ``(n,)`` colours."""
+    col_rows = [[] for _ in range(n)]
+    row_cols = [[] for _ in range(n)]
+    for r, c in zip(rows.tolist(), cols.tolist()):
+        col_rows[c].append(r)
+        row_cols[r].append(c)
+    colour = np.full(n, -1, dtype=np.int64)
+    for c in range(n):
+        used = {colour[k] for r in col_rows[c] for k in row_cols[r] if colour[k] >= 0}
+        k = 0
+        while k in used:
+            k += 1
+        colour[c] = k
+    return colour
+
+
+class ColouredJacobianSolver(AbstractJacobianSolver):
+    """Jacobian with a known sparsity pattern from one JVP per column colour, stored and factored
+    densely (partial-pivoting LU, as :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver`).
+
+    Entries outside the pattern are assumed zero, not checked (a wrong pattern aliases them).
+
+    Attributes:
+        seeds: ``(c, n)`` 0/1 seed vectors, one per colour.
+        rows, cols: ``(nnz,)`` pattern entries.
+        entry_colour: ``(nnz,)`` colour of each entry's column.
+    """
+
+    seeds: jax.Array
+    rows: jax.Array
+    cols: jax.Array
+    entry_colour: jax.Array
+
+    @classmethod
+    def from_pattern(cls, rows, cols, n: int) -> ColouredJacobianSolver:
+        colour = colour_columns(np.asarray(rows), np.asarray(cols), n)
+        seeds = (colour[None, :] == np.arange(colour.max() + 1)[:, None]).astype(float)
+        return cls(
+            jnp.asarray(seeds),
+            jnp.asarray(rows),
+            jnp.asarray(cols),
+            jnp.asarray(colour[cols]),
+        )
+
+    @property
+    def n_colours(self) -> int:
+        return int(self.seeds.shape[0])
+
+    def linearize(self, f, x, *, linear: bool = False):
+        seeds = self.seeds.astype(x.dtype)
+        if linear:
+            comp = jax.vmap(f)(seeds)
+        else:
+            comp = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
+        n = x.shape[-1]
+        return (
+            jnp.zeros((n, n), comp.dtype)
+            .at[self.rows, self.cols]
+            .set(comp[self.entry_colour, self.rows])
+        )
+
+    def factor(self, op):
+        return DenseJacobianSolver().factor(op)
+
+    def solve(self, fac, b):
+        return DenseJacobianSolver().solve(fac, b)
+
+    def solve_transpose(self, fac, b):
+        return DenseJacobianSolver().solve_transpose(fac, b)
+
+    def diagonal(self, op):
+        return jnp.diagonal(op, axis1=-2, axis2=-1)
+
+    def matvec(self, op, v):
+        return op @ v

@@ -2,7 +2,7 @@
 :class:`RodClamp`.
 
 A :class:`HybridSystem` is one implicit model made of rods (:class:`~jaxrod.DERModel`, a
-:class:`~jaxrod.models.der.network.DERNetwork` for pins, or a PCS rod
+:class:`~jaxrod.models.der.model.DERNetwork` for pins, or a PCS rod
 :class:`~jaxrod.models.pcs.PCSModel` attached by a segment end), rigid bodies and joints (the
 :class:`~jaxrod.system.MultibodySystem` of those bodies) and *attachments* that tie rod nodes or
 edges to a body or to the world. It runs through the unchanged :func:`jaxrod.simulate`, its
@@ -76,7 +76,7 @@ tridiagonal (``3 m`` JVPs, block LU): ``O(size)`` per Newton iteration for chain
 bodies (a 10-rod, 10-block chain of 600 unknowns: blocks of 15). Small systems (under
 :data:`~jaxrod.system.structure.DENSE_BELOW` unknowns), graphs so wide that block LU costs more
 than dense LU (many rods on one body) and rods that are not banded (a
-:class:`~jaxrod.models.der.network.DERNetwork`, a rod with self-contact) use the dense solver.
+:class:`~jaxrod.models.der.model.DERNetwork`, a rod with self-contact) use the dense solver.
 
 Schemes: as :class:`~jaxrod.system.MultibodySystem` (``AverageVectorField`` default,
 ``ImplicitMidpoint``, ``BackwardEuler``, ``NewmarkBeta(start='rest')``; not schemes that solve for
@@ -96,7 +96,7 @@ stiffness to 5e-4, the axial ``3 EA / (L - dl)`` to 1e-12 and the yaw stiffness 
 through the twist rows plus bending) to 2e-3; its clamp multipliers balance the load to 1e-6.
 
 Not done: PCS bases on moving bodies (the PCS model clamps its base itself), clamps on
-:class:`~jaxrod.models.der.network.DERNetwork` edges (pins on network nodes are implemented but
+:class:`~jaxrod.models.der.model.DERNetwork` edges (pins on network nodes are implemented but
 not yet covered by a test), a structured solver for networks, velocity-level projection of the
 initial state.
 
@@ -116,9 +116,9 @@ import numpy as np
 from ..integrate.base import jit_when_eager
 from ..geometry import normalize, parallel_transport
 from ..integrate.implicit import AbstractImplicitModel, State
-from ..models.der.dynamics import DERModel
-from ..models.der.network import DERNetwork
-from ..models.pcs.dynamics import PCSModel
+from ..models.der.model import DERModel
+from ..models.der.model import DERNetwork
+from ..models.pcs.model import PCSModel
 from ..models.pcs.kinematics import forward_kinematics
 from ..solvers.jacobian import BandedJacobianSolver, DenseJacobianSolver
 from ..solvers.ordering import level_layout
@@ -153,7 +153,7 @@ class AbstractRodAttachment(eqx.Module):
 class RodPin(AbstractRodAttachment):
     """Node ``node`` of rod ``rod`` shares a point with ``body`` (or the world): position only, a
     ball joint (3 rows). ``node`` may be negative (from the end); on a
-    :class:`~jaxrod.models.der.network.DERNetwork` it is a global node id; on a
+    :class:`~jaxrod.models.der.model.DERNetwork` it is a global node id; on a
     :class:`~jaxrod.models.pcs.PCSModel` it is a segment end ``1..n`` (``-1``: the tip; ``0``, the
     base, is clamped by the model itself)."""
 
@@ -284,7 +284,7 @@ class HybridSystem(AbstractImplicitModel):
 
     Arguments:
         rods: sequence of :class:`~jaxrod.DERModel` (pins and clamps),
-            :class:`~jaxrod.models.der.network.DERNetwork` (pins) or
+            :class:`~jaxrod.models.der.model.DERNetwork` (pins) or
             :class:`~jaxrod.models.pcs.PCSModel` (pins and clamps at segment ends ``1..n``) with
             their own material, loads, damping and boundary conditions (their fixed nodes, and
             the PCS base, stay prescribed; an attachment may not use them).
@@ -671,7 +671,7 @@ def _index(owner, name, value, n, what):
 
 def hybrid_layout(system: HybridSystem):
     """:class:`~jaxrod.solvers.ordering.Layout` of a :class:`HybridSystem`'s unknowns, or ``None``
-    where a rod's Jacobian is not banded (a :class:`~jaxrod.models.der.network.DERNetwork`, whose
+    where a rod's Jacobian is not banded (a :class:`~jaxrod.models.der.model.DERNetwork`, whose
     junctions join arbitrary nodes, or a :class:`~jaxrod.DERModel` with self-contact).
 
     Coupling graph (:func:`~jaxrod.solvers.ordering.level_layout`): each rod cut into chunks of

@@ -3,7 +3,7 @@ curvature binormals and material curvatures (Bergou et al. 2010; DisMech spec se
 
 Conventions: ``N`` nodes, ``N-1`` edges, ``N-2`` interior nodes (the bending/twisting stencils)
 for one rod; a network of rods (:class:`~jaxrod.models.der.DERNetwork`) has ``M`` nodes, ``E``
-edges and ``S`` stencils described by a :class:`~jaxrod.models.der.network.NetworkTopology`
+edges and ``S`` stencils described by a :class:`~jaxrod.models.der.topology.NetworkTopology`
 (``topo``). :func:`kinematics` is the one stencil kinematics of both; the ``network_*`` frame
 functions reduce to the single-rod ones on a chain (one limb, no joints).
 Reference frames are carried from step to step by *time-parallel transport*: at every Newton

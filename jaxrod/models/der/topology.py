@@ -2,7 +2,7 @@
 which node), :class:`NetworkTopology` (global node and edge numbering, the bending/twisting
 stencils) and the index helpers of :class:`~jaxrod.models.der.DERNetwork` (the Jacobian's
 sparsity pattern, the edge pairs far enough apart for rod-rod contact). Layout, stencil and joint
-conventions: see :mod:`jaxrod.models.der.network`.
+conventions: see :mod:`jaxrod.models.der.model`.
 """
 
 from __future__ import annotations

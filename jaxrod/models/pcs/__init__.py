@@ -3,7 +3,8 @@
 kinematics.py: closed-form segment exponentials ``expA``, the tangent operator ``tangent_C`` and
 its time derivative, forward kinematics over segments, body velocities/accelerations (eqs. 11,
 14) and an optional reduced strain basis. Twists are angular-first, the rod axis is local x.
-dynamics.py: the rod (:class:`PCSRod`), recursive inverse dynamics and the implicit model
+rod.py: the rod (:class:`PCSRod`) and its tip body (:class:`TipBody`).
+model.py: recursive inverse dynamics and the implicit model
 (:class:`PCSModel`) used with :func:`jaxrod.simulate` (Newmark-beta) and :func:`jaxrod.solve_static`.
 actuation.py: the generalised forces of pressure chambers (:class:`Chamber`, the shooting model's
 class, pressure control) from the work of the pressure on the chamber volume.
@@ -14,7 +15,8 @@ and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newto
 from ...actuation.chambers import Chamber
 from .actuation import chamber_forces
 from .cmtm import cmtm_jacobians, inverse_dynamics_gradients, newmark_jacobian
-from .dynamics import PCSModel, PCSRod, TipBody, inverse_dynamics
+from .model import PCSModel, inverse_dynamics
+from .rod import PCSRod, TipBody
 from .kinematics import (
     STRAIN_MODES,
     XI_STRAIGHT,

@@ -8,13 +8,13 @@ What lives here:
   and :func:`s_matrix_inv`, and the PCS strain-variation matrix :func:`strain_variation_matrix`
   ``calC`` (eq. 44 with the corrected (3, 2) block);
 * :func:`inverse_dynamics_gradients`: the recursive inverse dynamics of
-  :func:`~jaxrod.models.pcs.dynamics.inverse_dynamics` *and* its exact derivatives
+  :func:`~jaxrod.models.pcs.model.inverse_dynamics` *and* its exact derivatives
   ``d tau / d xi``, ``d tau / d xidot``, ``d tau / d xiddot`` (the last one is the mass matrix),
   by the algorithm of spec sec. 5.7 (eqs. 53-65 with the spec's corrections: relative ``S`` in
   eq. 54, the ``S(s)^-1 jS(s)`` factor of eq. 58, the co-operator in eq. 62, ``T`` on the right in
   eq. 63). Same Gauss-Legendre quadrature as the inverse dynamics, so the result is the exact
   derivative of the discrete ``tau`` (equal to ``jax.jacfwd`` to round-off);
-* the same for :class:`~jaxrod.models.pcs.dynamics.PCSModel` in its reduced coordinates:
+* the same for :class:`~jaxrod.models.pcs.model.PCSModel` in its reduced coordinates:
   :func:`cmtm_forces_and_jacobians`, :func:`cmtm_jacobians` (of ``generalized_forces``, gravity and
   the world-frame dead tip load included), :func:`residual_jacobians` (adds the constant
   stiffness and damping matrices) and :func:`newmark_jacobian` (the Newton matrix of eq. 28);
@@ -47,8 +47,9 @@ import jax.numpy as jnp
 
 from .kinematics import _gauss_legendre, ad, coad, expA_inv, tangent_C_and_dot
 
-if TYPE_CHECKING:  # annotations only: dynamics.py imports this module
-    from .dynamics import PCSModel, PCSRod
+if TYPE_CHECKING:  # annotations only: model.py imports this module
+    from .model import PCSModel
+    from .rod import PCSRod
 
 __all__ = [
     "IDGradients",
@@ -217,7 +218,7 @@ def inverse_dynamics_gradients(
 ) -> IDGradients:
     """PCS inverse dynamics ``tau = ID(xi, xidot, xiddot)`` and its CMTM gradients (spec 5.7).
 
-    ``tau`` is the same quantity as :func:`~jaxrod.models.pcs.dynamics.inverse_dynamics` (with the
+    ``tau`` is the same quantity as :func:`~jaxrod.models.pcs.model.inverse_dynamics` (with the
     same ``n_quad``-point Gauss-Legendre quadrature per segment), and the gradients are its exact
     derivatives. Algorithm:
 
@@ -239,12 +240,12 @@ def inverse_dynamics_gradients(
        ``d iC / d xi`` with ``w`` (``Y = C``).
 
     Args:
-        rod: :class:`~jaxrod.models.pcs.dynamics.PCSRod` (segment lengths, screw inertia).
+        rod: :class:`~jaxrod.models.pcs.rod.PCSRod` (segment lengths, screw inertia).
         xis, xidots, xiddots: ``(n, 6)`` strains ``[1/m, -]``, strain rates (per s) and strain
             accelerations (per s^2).
         gravity_body: ``(3,)`` gravity in the base frame [m/s^2] (base-acceleration trick).
         tip_wrench: ``(6,)`` follower load ``[moment; force]`` on the tip, in the tip frame
-            [N m, N] (as :func:`~jaxrod.models.pcs.dynamics.inverse_dynamics`; state independent).
+            [N m, N] (as :func:`~jaxrod.models.pcs.model.inverse_dynamics`; state independent).
         dead_tip_wrench: ``(6,)`` dead load on the tip, components in the base frame ``{1}``; it is
             rotated into the tip frame (``R_tip^T``), which makes ``f_{n+1}`` depend on the tip
             orientation: ``Q_{n+1} = -[[m]_x, 0; [f]_x, 0] d alpha_{n+1}`` (``m, f`` in the tip frame).
@@ -399,7 +400,7 @@ def cmtm_forces_and_jacobians(model: PCSModel, q, v, a):
     """``PCSModel.generalized_forces(q, v, a)`` and its Jacobians from the CMTM recursion.
 
     Args:
-        model: :class:`~jaxrod.models.pcs.dynamics.PCSModel` (gravity, base rotation, world-frame
+        model: :class:`~jaxrod.models.pcs.model.PCSModel` (gravity, base rotation, world-frame
             dead tip wrench and ``load_factor`` are taken into account, as in the model).
         q, v, a: ``(n m,)`` coordinates (strain modes minus rest), their rates and accelerations.
     Returns:
@@ -462,7 +463,7 @@ def newmark_jacobian(model: PCSModel, q, v, a, dt, beta=0.25, gamma=0.5):
     matrix divided by ``beta dt^2``.
 
     Args:
-        model: :class:`~jaxrod.models.pcs.dynamics.PCSModel`.
+        model: :class:`~jaxrod.models.pcs.model.PCSModel`.
         q, v, a: ``(n m,)`` state at the current Newton iterate.
         dt: time step [s]; beta, gamma: Newmark parameters.
     Returns:

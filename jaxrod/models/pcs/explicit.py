@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from ...validation import check_int
-from .dynamics import PCSModel
+from .model import PCSModel
 
 
 def explicit_acceleration(model: PCSModel, q, v):

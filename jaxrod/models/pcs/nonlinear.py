@@ -1,6 +1,6 @@
 """Optional nonlinear effects of a PCS rod, after TMTDyn (spec seed004 sections 6.2-6.4, 9.3), as
 pure functions of the segment strains (used by :class:`jaxrod.scenes.stiff_flop.StiffFlopModel`;
-the linear PCS model of :mod:`jaxrod.models.pcs.dynamics` is unchanged).
+the linear PCS model of :mod:`jaxrod.models.pcs.model` is unchanged).
 
 Strains are PCS strains per unit *reference* length, ``xi = [u; v]`` (angular first, local x the
 rod axis), so ``lambda = v_1`` is the axial stretch (1 at rest).

@@ -1,4 +1,6 @@
-"""Multi-rod DER networks: several rods ("limbs") joined by elastic joints, as one implicit model.
+"""The DER model: :class:`DERNetwork` (several rods, "limbs", joined by elastic joints, as one
+implicit model), :class:`DERModel` (the one-limb network built from one rod) and
+:func:`first_mode_velocity`.
 
 What lives here: :class:`DERNetwork`, an
 :class:`~jaxrod.integrate.AbstractImplicitModel` with natural-curvature actuation, clamp motions,
@@ -82,8 +84,8 @@ solve (:class:`~jaxrod.solvers.jacobian.BandedJacobianSolver`, half-bandwidth
 :data:`DER_BANDWIDTH`, 21 coloured JVPs). Joints couple nodes far apart in the numbering, so the
 Jacobian of a network is not banded. Its
 sparsity pattern is known from the stencils (:func:`jacobian_pattern`), so the default
-:class:`ColouredJacobianSolver` builds it from one JVP per colour of a greedy column colouring
-(:func:`colour_columns`) and factors it densely (LU: fine up to a few thousand DOFs). Measured on a
+:class:`~jaxrod.solvers.jacobian.ColouredJacobianSolver` builds it from one JVP per colour of a greedy column colouring
+(:func:`~jaxrod.solvers.jacobian.colour_columns`) and factors it densely (LU: fine up to a few thousand DOFs). Measured on a
 440-DOF network (test zoo, 2 shared CPU cores): 35 colours, Jacobian 11 ms against 250 ms for
 ``jax.jacfwd`` (440 JVPs). With rod-rod contact (pairs not known in advance) the default is
 :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver`.
@@ -112,8 +114,18 @@ import numpy as np
 
 from ...integrate.base import jit_when_eager
 from ...signals import interp_linear
-from ...solvers.jacobian import AbstractJacobianSolver, BandedJacobianSolver, DenseJacobianSolver
-from ...validation import check_finite, check_finite_scalar, check_positive, check_shape, is_traced, one_or_many
+from ...solvers.jacobian import BandedJacobianSolver, ColouredJacobianSolver, DenseJacobianSolver
+from ...validation import (
+    check_finite,
+    check_finite_scalar,
+    check_int_sequence,
+    check_polyline,
+    check_positive,
+    check_shape,
+    check_type,
+    is_traced,
+    one_or_many,
+)
 from ...integrate.implicit import AbstractImplicitModel, State
 from .contact import (
     CandidatePairs,
@@ -153,12 +165,12 @@ DER_BANDWIDTH = 10
 
 __all__ = [
     "DER_BANDWIDTH",
-    "ColouredJacobianSolver",
+    "DERModel",
     "DERNetwork",
     "Joint",
     "ContactAux",
     "NetworkTopology",
-    "colour_columns",
+    "first_mode_velocity",
     "integrated_curvature",
     "jacobian_pattern",
 ]
@@ -168,85 +180,6 @@ def integrated_curvature(kappa, voronoi):
     """DisMech's integrated natural curvature ``2 tan(kappa V / 2)`` (dimensionless) of a node
     with Voronoi length ``voronoi`` [m] on an arc of curvature ``kappa`` [1/m] (broadcasting)."""
     return 2.0 * jnp.tan(0.5 * jnp.asarray(kappa) * jnp.asarray(voronoi))
-
-
-def colour_columns(rows, cols, n):
-    """Greedy colouring of the ``n`` columns of a sparse pattern so that no two columns of one
-    colour share a row (then one JVP per colour recovers every entry). Returns ``(n,)`` colours."""
-    col_rows = [[] for _ in range(n)]
-    row_cols = [[] for _ in range(n)]
-    for r, c in zip(rows.tolist(), cols.tolist()):
-        col_rows[c].append(r)
-        row_cols[r].append(c)
-    colour = np.full(n, -1, dtype=np.int64)
-    for c in range(n):
-        used = {colour[k] for r in col_rows[c] for k in row_cols[r] if colour[k] >= 0}
-        k = 0
-        while k in used:
-            k += 1
-        colour[c] = k
-    return colour
-
-
-class ColouredJacobianSolver(AbstractJacobianSolver):
-    """Jacobian with a known sparsity pattern from one JVP per column colour, stored and factored
-    densely (partial-pivoting LU, as :class:`~jaxrod.solvers.jacobian.DenseJacobianSolver`).
-
-    Entries outside the pattern are assumed zero, not checked (a wrong pattern aliases them).
-
-    Attributes:
-        seeds: ``(c, n)`` 0/1 seed vectors, one per colour.
-        rows, cols: ``(nnz,)`` pattern entries.
-        entry_colour: ``(nnz,)`` colour of each entry's column.
-    """
-
-    seeds: jax.Array
-    rows: jax.Array
-    cols: jax.Array
-    entry_colour: jax.Array
-
-    @classmethod
-    def from_pattern(cls, rows, cols, n: int) -> ColouredJacobianSolver:
-        colour = colour_columns(np.asarray(rows), np.asarray(cols), n)
-        seeds = (colour[None, :] == np.arange(colour.max() + 1)[:, None]).astype(float)
-        return cls(
-            jnp.asarray(seeds),
-            jnp.asarray(rows),
-            jnp.asarray(cols),
-            jnp.asarray(colour[cols]),
-        )
-
-    @property
-    def n_colours(self) -> int:
-        return int(self.seeds.shape[0])
-
-    def linearize(self, f, x, *, linear: bool = False):
-        seeds = self.seeds.astype(x.dtype)
-        if linear:
-            comp = jax.vmap(f)(seeds)
-        else:
-            comp = jax.vmap(lambda s: jax.jvp(f, (x,), (s,))[1])(seeds)  # (c, n)
-        n = x.shape[-1]
-        return (
-            jnp.zeros((n, n), comp.dtype)
-            .at[self.rows, self.cols]
-            .set(comp[self.entry_colour, self.rows])
-        )
-
-    def factor(self, op):
-        return DenseJacobianSolver().factor(op)
-
-    def solve(self, fac, b):
-        return DenseJacobianSolver().solve(fac, b)
-
-    def solve_transpose(self, fac, b):
-        return DenseJacobianSolver().solve_transpose(fac, b)
-
-    def diagonal(self, op):
-        return jnp.diagonal(op, axis1=-2, axis2=-1)
-
-    def matvec(self, op, v):
-        return op @ v
 
 
 class ContactAux(eqx.Module):
@@ -1274,3 +1207,219 @@ def _joint_rest_data(points, topo: NetworkTopology):
         jnp.stack([kin.kappa1[s], kin.kappa2[s]], axis=-1),
         kin.twist[s],
     )
+
+
+# --- the single rod: a constructor of the one-limb network ---------------------------------
+
+
+def _index_tuple(name, idx, n, what):
+    out = check_int_sequence(name, idx)
+    for i in out:
+        if not (-n <= i < n):
+            raise ValueError(f"{name}: {what} index {i} does not exist (valid: 0..{n - 1} or negative from the end)")
+    return tuple(sorted({i % n for i in out}))
+
+
+class DERModel(DERNetwork):
+    """A discrete elastic rod with loads and boundary conditions: the one-limb
+    :class:`~jaxrod.models.der.model.DERNetwork` (same state layout, physics and attributes),
+    built from one :class:`DERRod` with indices along that rod.
+
+    Attributes (besides the network's, of which the ones below are the single-rod reading):
+        rod: the :class:`DERRod` (geometry, material, natural curvature); ``limbs[0]``.
+        gravity: ``(3,)`` gravitational acceleration [m/s^2].
+        damping: viscous damping coefficient eta [N s/m^2]: force ``-eta V_i v_i`` on node ``i``.
+        point_forces: ``(N, 3)`` constant forces on nodes [N].
+        distributed_force: ``(3,)`` force per unit rest length [N/m], lumped on nodes.
+        force_fn: optional ``f(t) -> (N, 3)`` time-dependent nodal forces [N] (static callable).
+        q0: ``(N, 4)`` initial configuration (default: rest shape, zero twist).
+        v0: ``(N, 4)`` initial velocity [m/s, rad/s].
+        fixed_nodes: indices of nodes whose positions are prescribed.
+        fixed_edges: indices of edges whose twist angle is prescribed.
+        motion: optional plain callable ``m(t) -> (N, 4)`` prescribed values at time ``t`` (only
+            entries of fixed DOFs are used; twist angles relative to the moving reference frame);
+            default: the fixed DOFs keep their values from ``q0``. A static field: every new
+            function recompiles. Pass data instead (``motion=SampledMotion(times, values)`` or
+            any ``eqx.Module`` callable): it is stored in ``motion_data`` as array leaves.
+        motion_data: the ``eqx.Module`` given as ``motion`` (traced: one compiled program serves
+            every trial), or ``None``.
+        clamps: tuple of :class:`~jaxrod.models.der.ClampMotion`: measured clamp poses (clamp
+            point and absolute material-frame orientation per sample time) of clamped edges. Each
+            fixes its edge's two nodes and twist; these values override ``motion``/``q0``. With
+            ``q0=None`` the clamped edges' twist angles start at the clamps' first orientation;
+            a given ``q0`` must agree with the first pose. See :mod:`jaxrod.models.der.motion`.
+        contacts: tuple of :class:`~jaxrod.models.der.contact.FloorContact` (any number) and at
+            most one :class:`~jaxrod.models.der.contact.RodRodContact` (self-contact). Their
+            energies join the elastic energy (:meth:`contact_energy`), their friction forces
+            (:meth:`friction_forces`) join the external forces in :meth:`residual`, with the
+            implicit step's velocity. With self-contact, ``aux`` is a :class:`ContactAux` (frames
+            plus the candidate pairs, refreshed after every step) and the default linear solver is
+            dense. ``()`` (default): exactly the contact-free model.
+        tendons: tuple of :class:`~jaxrod.actuation.tendons.Tendon` anchored at their
+            termination (``None``: the tip; :mod:`jaxrod.models.der.actuation`): loads
+            ``-tau(t) dl/dq`` of each routed cable's length ``l``, scaled by ``load_factor``; arc
+            length from the midpoint of edge 0.
+        chambers: tuple of pressure-controlled chambers along the whole rod
+            (:class:`~jaxrod.actuation.chambers.Chamber`: offset ``(2,)`` [m] in the
+            ``(m1, m2)`` section plane, cap ``area`` A [m^2], gauge pressure
+            ``pressure_at(t)`` [Pa] at time ``t`` [s]). A chamber's volume is
+            ``A l``, ``l`` the length of its channel polyline (a straight tendon's, to the tip), so
+            the pressure's work gives the generalised force ``+P A dl/dq``: the tendon force with
+            ``tau = -P A`` (spec 7.3: cap force ``P A`` and moment ``P A r x e3`` at the tip, the
+            distributed loads of eq. 18).
+        natural_curvature_fn: optional ``eqx.Module`` callable ``f(t, kappa_bar (N-2, 2)) ->
+            (N-2, 2)``: the natural curvature used at time ``t`` [s] from the stored
+            ``rod.natural_curvature`` (curvature actuation, e.g.
+            :class:`~jaxrod.models.der.waves.CurvatureWave` or :class:`~jaxrod.signals.LinearRamp`).
+            Its array leaves are traced: new wave parameters never recompile and are
+            differentiable. ``None`` (default): the stored natural curvature at all times.
+
+    Raises:
+        ValueError: on invalid inputs, and when ``q0`` already penetrates a floor or the rod itself
+            by more than the contact tolerance ``delta`` (the IMC energy would then push with
+            a force of order ``k_c C``; start the rod on or above the surface instead). Contacts
+            within ``delta`` of the surface at ``q0`` are accepted.
+    """
+
+    def __init__(
+        self,
+        rod: DERRod,
+        *,
+        gravity=(0.0, 0.0, 0.0),
+        damping=0.0,
+        point_forces=None,
+        distributed_force=(0.0, 0.0, 0.0),
+        force_fn=None,
+        clamped_edges=(),
+        fixed_nodes=(),
+        fixed_edges=(),
+        motion=None,
+        q0=None,
+        v0=None,
+        load_factor=1.0,
+        contacts=(),
+        clamps=(),
+        tendons=(),
+        chambers=(),
+        section_radius=None,
+        natural_curvature_fn=None,
+    ):
+        """Build a model; see the class docstring. ``clamped_edges=(i,)`` fixes nodes ``i, i+1`` and
+        the twist of edge ``i`` (a clamped end); negative indices count from the end. The clamp acts
+        at the clamped edge's midpoint: build the rod with :meth:`DERRod.cantilever` to put it at
+        the end of the free length (clamping edge 0 of ``DERRod.straight(n, L)`` shortens the
+        beam by ``dl/2``: a tip load deflects it 14.5% less than ``P L^3 / (3 EI)`` at 11 nodes)."""
+        check_type("rod", rod, DERRod, "DERRod (e.g. DERRod.straight(...))")
+        n = rod.n_nodes
+        if q0 is not None:
+            check_shape("q0", q0, (n, 4))
+            check_polyline("q0 (node positions)", q0)
+        # the single rod's index and contact messages (the network's name (limb, index) pairs)
+        ce = _index_tuple("clamped_edges", clamped_edges, n - 1, "edge")
+        nodes = _index_tuple("fixed_nodes", fixed_nodes, n, "node")
+        tw = _index_tuple("fixed_edges", fixed_edges, n - 1, "edge")
+        _check_contacts(contacts, rod, q0)
+        if natural_curvature_fn is not None and not (
+            isinstance(natural_curvature_fn, eqx.Module) and callable(natural_curvature_fn)
+        ):
+            raise ValueError(
+                "natural_curvature_fn must be a callable eqx.Module f(t, kappa_bar) -> (N-2, 2) "
+                f"(e.g. CurvatureWave or LinearRamp), got {type(natural_curvature_fn).__name__}"
+            )
+        super().__init__(
+            (rod,),
+            gravity=gravity,
+            damping=damping,
+            point_forces=point_forces,
+            distributed_force=distributed_force,
+            force_fn=force_fn,
+            clamped_edges=[(0, e) for e in ce],
+            fixed_nodes=[(0, i) for i in nodes],
+            fixed_edges=[(0, e) for e in tw],
+            motion=motion,
+            q0=q0,
+            v0=v0,
+            natural_curvature_fn=natural_curvature_fn,
+            contacts=contacts,
+            load_factor=load_factor,
+            clamps=clamps,
+            tendons=tendons,
+            chambers=chambers,
+            section_radius=section_radius,
+        )
+
+    @property
+    def rod(self) -> DERRod:
+        """The rod: the network's only limb."""
+        return self.limbs[0]
+
+
+def _check_contacts(contacts, rod, q0):
+    """Raises on wrong contact types, several self-contacts, a rod too short for self-contact, or
+    an initial penetration deeper than ``delta`` (with the single rod's messages)."""
+    if isinstance(contacts, (FloorContact, RodRodContact)):
+        contacts = (contacts,)
+    contacts = tuple(contacts)
+    n_self = 0
+    for k, c in enumerate(contacts):
+        if not isinstance(c, (FloorContact, RodRodContact)):
+            raise ValueError(f"contacts[{k}] must be a FloorContact or RodRodContact, got {type(c).__name__}")
+        if isinstance(c, RodRodContact):
+            n_self += 1
+            if not c.self_contact:
+                raise ValueError(
+                    "a DERModel is one rod: RodRodContact(self_contact=False) needs a multi-rod model; "
+                    "use self_contact=True"
+                )
+            if c.pairs(rod.n_nodes)[0].size == 0:
+                raise ValueError(
+                    f"self-contact needs edges at least {c.exclude_neighbours} apart: a rod of {rod.n_nodes} "
+                    "nodes has none"
+                )
+    if n_self > 1:
+        raise ValueError(f"at most one RodRodContact per DERModel, got {n_self}")
+    if q0 is None:
+        q0 = rod.rest_positions
+    if is_traced(q0) or is_traced(rod.radius):
+        return
+    x = np.asarray(q0)[:, :3]
+    h = float(np.asarray(rod.radius))
+    for k, c in enumerate(contacts):
+        if is_traced(c.delta):
+            continue
+        delta = float(np.asarray(c.delta))
+        if isinstance(c, FloorContact):
+            c.check_initial_overlap(x, h, index=k, body="rod")
+        else:
+            D, first, second = c.min_distances(x)
+            bad = np.flatnonzero(D < 2 * h - delta)
+            if bad.size:
+                pairs = list(zip(first[bad][:5].tolist(), second[bad][:5].tolist(), strict=True))
+                raise ValueError(
+                    f"initial overlap: edge pairs {pairs} of the rod are closer than 2h - delta = "
+                    f"{2 * h - delta:.3g} m (min distance {D.min():.3g} m); self-contact needs a "
+                    "non-overlapping start"
+                )
+
+
+def first_mode_velocity(rod: DERRod, tip_speed, direction=(0.0, 0.0, 1.0), *, s=None, length=None):
+    """``(N, 4)`` initial velocity shaped as the first clamped-free Euler-Bernoulli mode
+    ``psi_1(s)/psi_1(L)`` times ``tip_speed`` [m/s] along ``direction`` (DisMech's cantilever).
+
+    Args:
+        s: ``(N,)`` distance of each node from the clamp [m] (default: rest arc length from node 0).
+        length: cantilever length L [m] (default: ``s[-1]``).
+    """
+    if s is None:
+        s = np.concatenate([[0.0], np.cumsum(np.asarray(rod.rest_lengths))])
+    s = np.asarray(s, dtype=float)
+    L = float(s[-1] if length is None else length)
+    bl = 1.8751040687119611
+    b = bl / L
+    sigma = (np.cosh(bl) + np.cos(bl)) / (np.sinh(bl) + np.sin(bl))
+
+    def psi(x):
+        return np.cosh(b * x) - np.cos(b * x) - sigma * (np.sinh(b * x) - np.sin(b * x))
+
+    vel = float(tip_speed) * (psi(s) / psi(L))[:, None] * np.asarray(direction, dtype=float)[None, :]
+    return jnp.concatenate([jnp.asarray(vel), jnp.zeros((rod.n_nodes, 1))], axis=1)

@@ -6,6 +6,7 @@ a reader (tests/test_docs.py builds the site itself)."""
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,3 +125,187 @@ def test_docs_joint_types_table_is_the_registry():
     assert element_types_table(FORCE_TYPES) in text, (
         "docs/modelfiles.md's force-element table differs from jaxrod.modelfile.registry.FORCE_TYPES; "
         "paste tests.test_readme.element_types_table(FORCE_TYPES) into it")
+
+
+# --- published numbers pinned to their recorded runs (issue 22 item 5; benchmarks/results/AUDIT.md) ---
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _flat(text):
+    """Text with every run of whitespace (line breaks included) made one space."""
+    return re.sub(r"\s+", " ", text)
+
+
+def _json(name):
+    import json
+
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def _section(name):
+    text = _text(ROOT / "benchmarks" / "README.md")
+    return text[text.index(f"<!-- --8<-- [start:{name}] -->"):text.index(f"<!-- --8<-- [end:{name}] -->")]
+
+
+def _table_rows(text):
+    """Cells of the markdown table rows in ``text`` (header and rule rows dropped)."""
+    out, previous = [], ""
+    for line in text.splitlines():
+        # a body row: a table line after a table line (the header has none before it), not the rule
+        if line.startswith("|") and previous.startswith("|") and not set(line) <= set("|-: "):
+            out.append([c.strip() for c in line.strip().strip("|").split("|")])
+        previous = line if line.startswith("|") else ""
+    return out
+
+
+def _num(cell):
+    return float(re.search(r"-?\d+(?:\.\d+)?", cell.replace("*", "")).group())
+
+
+def test_benchmarks_readme_script_table_lists_every_script():
+    """Every runnable script in benchmarks/ has a row (or is named in one: the robots_* parts of
+    robots.py) in the script table of benchmarks/README.md, and every script the table names exists."""
+    intro = _section("intro")
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")}
+    missing = sorted(s for s in scripts if f"`{s}`" not in intro)
+    assert not missing, f"benchmarks/README.md's script table does not list {missing}"
+    named = {m for m in re.findall(r"^\| `([\w]+\.py)` \|", intro, flags=re.M)}
+    assert named and named <= scripts, f"the script table lists scripts that do not exist: {sorted(named - scripts)}"
+
+
+def test_readme_lists_the_shipped_notebooks():
+    text = _text(ROOT / "README.md")
+    listed = set(re.findall(r"`notebooks/([\w]+\.ipynb)`", text))
+    shipped = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert listed == shipped, f"README.md lists notebooks {sorted(listed)}, notebooks/ has {sorted(shipped)}"
+
+
+def test_readme_default_example_is_the_scene():
+    """'the DisMech dynamic cantilever a1 (201 nodes, 200 implicit-midpoint steps of 0.5 s)'."""
+    import importlib
+    import inspect
+
+    from jaxrod.scenes.registry import REGISTRY
+
+    for page in (ROOT / "README.md", ROOT / "docs" / "install.md"):
+        m = re.search(r"cantilever a1 \((\d+) nodes, (\d+) implicit-midpoint steps of ([\d.]+) s\)", _flat(_text(page)))
+        assert m, f"{page.name} no longer describes the default example as 'cantilever a1 (N nodes, K ... steps of dt s)'"
+        info = REGISTRY["cantilever-a1"]
+        builder = getattr(importlib.import_module(info.module, "jaxrod.scenes"), info.builder)
+        n_nodes = inspect.signature(builder).parameters["n_nodes"].default
+        assert (int(m.group(1)), float(m.group(3))) == (n_nodes, info.dt), (page.name, n_nodes, info.dt)
+        assert int(m.group(2)) == round(info.duration / info.dt), (page.name, info.duration, info.dt)
+
+
+def test_readme_counts_match_the_code():
+    """'seven joint types' (the model files' joint types less the two prescribed drives) and 'three
+    anisotropic laws' (FRICTION_LAWS)."""
+    from jaxrod.modelfile.registry import JOINT_TYPES
+    from jaxrod.models.der.contact import FRICTION_LAWS
+
+    words = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+    text = _text(ROOT / "README.md")
+    joints = re.search(r"(\w+) joint types", text).group(1)
+    assert words[joints] == len([t for t in JOINT_TYPES if not t.startswith("prescribed")]), joints
+    laws = re.search(r"(\w+) anisotropic laws", text).group(1)
+    assert words[laws] == len(FRICTION_LAWS), laws
+
+
+def test_readme_speed_ratios_are_the_recorded_runs():
+    """The ratios README's feature table and known limits quote, recomputed from the JSON they cite."""
+    readme = _flat(_text(ROOT / "README.md"))
+    index = _flat(_text(ROOT / "docs" / "index.md"))
+
+    chains = _json("chain_joint.json")["chains"]
+    lo, hi = map(float, re.search(r"at ([\d.]+)-([\d.]+)x MuJoCo's process CPU per step", readme).groups())
+    ratios = [c["cpu_ratio"] for c in chains.values()]
+    assert (lo, hi) == (round(min(ratios), 1), round(max(ratios), 1)), ratios
+
+    gaits = _json("snake_mujoco.json")["gaits"]
+    cpu, dist = [], {"side": [], "LU-o": []}
+    for name, g in gaits.items():
+        jax_cpu = {0.0005: g["jaxrod"]["cpu_per_sim_s"], 0.00025: g["jaxrod_dt0.00025"]["cpu_per_sim_s"]}
+        for run in g.values():
+            if run.get("side") == "mujoco" and run.get("geom") == "capsule" and run["dt"] in jax_cpu:
+                cpu.append(jax_cpu[run["dt"]] / run["cpu_per_sim_s"])
+                if name[:4] in dist:
+                    dist[name[:4]].append(abs(np.hypot(*run["com_dxdy_m"]) / np.hypot(*g["jaxrod"]["com_dxdy_m"]) - 1))
+    m = re.search(r"within (\d+)% \(sidewinding\) and (\d+)% \(orthotropic undulation\) at 0.25-0.5 ms steps, "
+                  r"not the isotropic drift, ([\d.]+)-(\d+)x MuJoCo's process CPU at equal step", readme)
+    assert m, "README.md's MuJoCo snake sentence changed: update this test"
+    assert int(m.group(1)) == np.ceil(100 * max(dist["side"])), dist
+    assert int(m.group(2)) == np.ceil(100 * max(dist["LU-o"])), dist
+    assert (float(m.group(3)), int(m.group(4))) == (round(min(cpu), 1), round(max(cpu))), cpu
+
+    grads = {c["case"]: c["ratio"]["refactor"] for c in _json("gradients.json")["cases"]}
+    der, hybrid = map(float, re.search(r"([\d.]+)x \(DER\) to ([\d.]+)x \(hybrid\)", readme).groups())
+    assert (der, hybrid) == (round(grads["der"], 1), round(grads["hybrid"], 1)), grads
+
+    batch = _json("cosserat_batch.json")
+    seg2 = round(batch["single"]["new-seg2"]["cpu_min"] / batch["cpp_seconds"], 1)
+    plain = round(batch["single"]["new"]["cpu_min"] / batch["cpp_seconds"], 1)
+    for page, text in (("README.md", readme), ("docs/index.md", index)):
+        m = re.search(r"([\d.]+)x \(`segments=2`\) to ([\d.]+)x \(default\) the process CPU of Till's C\+\+", text)
+        assert m, f"{page}: the Cosserat vs Till's C++ sentence changed: update this test"
+        assert (float(m.group(1)), float(m.group(2))) == (seg2, plain), (page, seg2, plain)
+
+
+def test_readme_compile_times_are_the_recorded_run():
+    """The default example's cold first run and the per-shape compile range, from
+    benchmarks/results/compile_2026-11-27.json (the file the sentences cite)."""
+    rows = {r["target"]: r["cold"] for r in _json("compile_2026-11-27.json")["rows"]}
+    a1 = rows["cantilever-a1"]
+    walls = [r["wall_s"] for r in rows.values()]
+    for page in (ROOT / "README.md", ROOT / "docs" / "install.md"):
+        text = _flat(_text(page))
+        m = re.search(r"cold first run: (\d+) s wall, (\d+) s process CPU, (\d+) s of it XLA", text)
+        assert m and "compile_2026-11-27.json" in text, f"{page.name}: the default example's compile sentence changed"
+        assert tuple(map(int, m.groups())) == (round(a1["wall_s"]), round(a1["cpu_s"]), round(a1["xla_compile_s"])), a1
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        m = re.search(r"(\d+)-(\d+) s wall per new problem shape", _flat(_text(page)))
+        assert m and tuple(map(int, m.groups())) == (round(min(walls)), round(max(walls))), (page.name, walls)
+
+
+def test_benchmarks_readme_tables_are_the_recorded_runs():
+    """Tables of benchmarks/README.md that cite a JSON, column by column against it."""
+    # compile-now: programs, XLA compile, cold CPU and wall, warm CPU and programs per target
+    rows = {r["target"]: r for r in _json("compile_2026-11-27.json")["rows"]}
+    table = _table_rows(_section("compile-now"))
+    assert len(table) == len(rows)
+    for cells in table:
+        r = rows[cells[0]]
+        got = [_num(c) for c in cells[1:7]]
+        want = [r["cold"]["programs"], r["cold"]["xla_compile_s"], r["cold"]["cpu_s"], r["cold"]["wall_s"],
+                r["warm"]["cpu_s"], r["warm"]["programs"]]
+        assert got[0] == want[0] and got[5] == want[5], (cells[0], got, want)
+        assert abs(got[1] - want[1]) <= 0.051 and all(abs(g - w) <= 0.51 for g, w in zip(got[2:5], want[2:5])), (
+            cells[0], got, want)
+
+    # robots: the CPU column is the JSON's cpu_s of the rows that ran
+    cpu_json = sorted(r["cpu_s"] for r in _json("robots.json")["rows"] if "cpu_s" in r)
+    cpu_table = sorted(_num(c[3]) for c in _table_rows(_section("robots")))
+    assert len(cpu_json) == len(cpu_table)
+    assert all(abs(t - j) <= max(0.006, 0.002 * j) for t, j in zip(cpu_table, cpu_json)), (cpu_table, cpu_json)
+
+    # chain-joint: the CPU ratio column (chains, then the double pendulum)
+    d = _json("chain_joint.json")
+    want = [d["chains"][k]["cpu_ratio"] for k in ("10", "30", "100")] + [
+        d["double_pendulum"][k]["cpu_ratio"] for k in ("0.001", "0.01")]
+    got = [_num(r[3]) for r in _table_rows(_section("chain-joint"))]
+    assert got == [round(w, 2) for w in want], (got, want)
+
+    # gradients: the refactor and refine ratios
+    cases = _json("gradients.json")["cases"]
+    table = _table_rows(_section("gradients"))
+    assert len(table) == len(cases)
+    for cells, c in zip(table, cases):
+        assert abs(_num(cells[3]) - c["ratio"]["refactor"]) <= 0.006, (cells[0], c["ratio"])
+        assert abs(_num(cells[5]) - c["ratio"]["refine"]) <= 0.06, (cells[0], c["ratio"])
+
+    # cosserat-batch: one rod's minimum CPU per solver and its ratio to the C++ figure
+    batch = _json("cosserat_batch.json")
+    single = _table_rows(_section("cosserat-batch"))[:3]
+    for cells, key in zip(single, ("old", "new", "new-seg2")):
+        assert _num(cells[1]) == round(batch["single"][key]["cpu_min"], 3), (key, cells[1])
+        assert _num(cells[2]) == round(batch["single"][key]["cpu_min"] / batch["cpp_seconds"], 1), (key, cells[2])

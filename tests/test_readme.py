@@ -309,3 +309,37 @@ def test_benchmarks_readme_tables_are_the_recorded_runs():
     for cells, key in zip(single, ("old", "new", "new-seg2")):
         assert _num(cells[1]) == round(batch["single"][key]["cpu_min"], 3), (key, cells[1])
         assert _num(cells[2]) == round(batch["single"][key]["cpu_min"] / batch["cpp_seconds"], 1), (key, cells[2])
+
+
+def test_benchmarks_readme_compile_and_snake_tables_are_the_recorded_runs():
+    """compile-before (per target: programs, XLA s, cold CPU and wall), compile-after (before -> after
+    pairs from the two JSON), der-snake (forward distance of every run) and snake-robot (the paper's
+    runs: sweeps mean / max) against the JSON they cite."""
+    def key(r):
+        return [r["cold"]["programs"], round(r["cold"]["xla_compile_s"], 1), round(r["cold"]["cpu_s"])]
+
+    before = {r["target"]: r for r in _json("compile_before.json")["rows"] if "cold" in r}
+    after = {r["target"]: r for r in _json("compile_after.json")["rows"]}
+    n = 0
+    for cells in _table_rows(_section("compile-before")):
+        if cells[0] in before:
+            n += 1
+            assert [_num(c) for c in cells[1:4]] + [_num(cells[4])] == key(before[cells[0]]) + [
+                round(before[cells[0]]["cold"]["wall_s"])], cells
+    assert n >= 10, f"only {n} compile-before rows matched a target of compile_before.json"
+    rows = [c for c in _table_rows(_section("compile-after")) if "->" in c[1]]
+    assert len(rows) == len(after)
+    for cells in rows:
+        pairs = [[_num(x) for x in c.split("->")] for c in cells[1:5]]
+        b, a = before[cells[0]], after[cells[0]]
+        assert [p[0] for p in pairs] == key(b) + [round(b["warm"]["cpu_s"])], cells
+        assert [p[1] for p in pairs] == key(a) + [round(a["warm"]["cpu_s"])], cells
+
+    forward = sorted({round(r["forward_m"], 4) for r in _json("der_snake.json")["runs"]})
+    assert sorted(_num(c[2]) for c in _table_rows(_section("der-snake"))) == forward
+
+    runs = _json("snake_paper.json")["runs"]
+    runs = runs.values() if isinstance(runs, dict) else runs
+    want = sorted((round(r["sweeps_mean"], 1), r["sweeps_max"]) for r in runs)
+    table = _table_rows(_section("snake-robot").split("**Contact solvers**")[0])
+    assert sorted(tuple(_num(x) for x in c[5].split("/")) for c in table) == want

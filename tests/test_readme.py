@@ -343,3 +343,18 @@ def test_benchmarks_readme_compile_and_snake_tables_are_the_recorded_runs():
     want = sorted((round(r["sweeps_mean"], 1), r["sweeps_max"]) for r in runs)
     table = _table_rows(_section("snake-robot").split("**Contact solvers**")[0])
     assert sorted(tuple(_num(x) for x in c[5].split("/")) for c in table) == want
+
+
+def test_sleeve_real_time_is_the_recorded_run():
+    """docs/papers/tmtdyn-stiff-flop.md's sleeve real-time sentence against
+    benchmarks/results/sleeve_realtime.json (written by benchmarks/sleeve_realtime.py --json)."""
+    d = _json("sleeve_realtime.json")
+    text = _flat(_text(ROOT / "docs" / "papers" / "tmtdyn-stiff-flop.md"))
+    m = re.search(r"\((\d+) steps, (\d+) unknowns\) in ([\d.]+) s of process CPU, ([\d.]+) simulated seconds per "
+                  r"CPU second .*?, ([\d.]+) s wall .*? (\d+) s CPU \((\d+) s wall\)", text)
+    assert m, "the sleeve real-time sentence of docs/papers/tmtdyn-stiff-flop.md changed: update this test"
+    assert (int(m.group(1)), int(m.group(2))) == (d["steps"], d["unknowns"])
+    assert float(m.group(3)) == round(d["run_cpu_s_median"], 2)
+    assert float(m.group(4)) == round(d["real_time_ratio_cpu"], 1)
+    assert float(m.group(5)) == round(d["run_wall_s_median"], 2)
+    assert (int(m.group(6)), int(m.group(7))) == (round(d["compile_cpu_s"]), round(d["compile_wall_s"]))

@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/contact_scenes.py                 # the table below
     python benchmarks/contact_scenes.py --repeats 3 --spider-duration 0.3 --gripper-steps 40
+    python benchmarks/contact_scenes.py --repeats 3 --json contact_scenes.json   # also writes benchmarks/results/NAME
 
 Rows (each through :func:`jaxrod.simulate` with the scene's own scheme and Newton solver):
 
@@ -17,8 +18,9 @@ Rows (each through :func:`jaxrod.simulate` with the scene's own scheme and Newto
   0.1 m, curling inward with a 0.1 s ramp) for 0.25 s: the fingers collide at ~0.05 s and stay in
   contact, so this row shows the Newton behaviour through contact events.
 
-Columns: DOFs (``4 x max(nodes, edges)``, padding included), compile (first call minus one run),
-run time per step (median of ``--repeats`` calls after the first), Newton iterations and
+Columns: DOFs (``4 x max(nodes, edges)``, padding included), compile (first call minus one run,
+wall and process CPU), run time per step (median of ``--repeats`` calls after the first, wall and
+process CPU), Newton iterations and
 Jacobians per step (mean and max), failed steps, and the smallest edge-edge distance over the run
 against the non-penetration bound ``2h - delta`` (gripper rows). The host may be shared (2 cores):
 timings are medians, the minimum is printed too.
@@ -35,6 +37,7 @@ os.environ.setdefault("JAXROD_CACHE_DIR", "off")
 
 import argparse
 import platform
+import sys
 import time
 
 import equinox as eqx
@@ -45,6 +48,10 @@ import numpy as np
 import jaxrod
 from jaxrod.models.der.contact import segment_distance
 from jaxrod.scenes import get_scene
+
+from _common import cpu_name, git_sha, load_average, write_result
+
+RECORD = []  # one dict per row, for --json
 
 
 def table(header, rows):
@@ -71,15 +78,17 @@ def bench(label, scene, n_steps, repeats):
     model = scene.model
     solver = scene.solver if scene.solver is not None else jaxrod.NewtonSolver(linear_solver=None, reuse_jacobian=True)
     args = (model, scene.scheme, solver, scene.dt, int(n_steps))
-    t0 = time.perf_counter()
+    load_before = load_average()
+    t0, c0 = time.perf_counter(), time.process_time()
     pos, stats = jax.block_until_ready(_run(*args))
-    first = time.perf_counter() - t0
-    times = []
+    first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+    times, cpus = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         pos, stats = jax.block_until_ready(_run(*args))
         times.append(time.perf_counter() - t0)
-    run = float(np.median(times))
+        cpus.append(time.process_time() - c0)
+    run, run_cpu = float(np.median(times)), float(np.median(cpus))
     its, jacs = np.asarray(stats.iterations), np.asarray(stats.jacobians)
     failed = int(np.sum(~np.asarray(stats.converged)))
     dmin = bound = "n/a"
@@ -87,12 +96,23 @@ def bench(label, scene, n_steps, repeats):
         dmin = f"{1e3 * min_edge_distance(model, pos):.3f}"
         c = model.contacts[0]
         bound = f"{1e3 * (2 * float(model.limbs[0].radius) - float(c.delta)):.3f}"
+    RECORD.append({
+        "scene": label, "dofs": int(4 * model.topology.n_rows), "steps": int(n_steps), "dt_s": float(scene.dt),
+        "first_call_wall_s": first, "first_call_cpu_s": first_cpu,
+        "compile_wall_s": max(first - run, 0.0), "compile_cpu_s": max(first_cpu - run_cpu, 0.0),
+        "run_wall_s_all": times, "run_cpu_s_all": cpus,
+        "ms_per_step_wall": 1e3 * run / n_steps, "ms_per_step_cpu": 1e3 * run_cpu / n_steps,
+        "newton_mean": float(its.mean()), "newton_max": int(its.max()),
+        "jacobians_mean": float(jacs.mean()), "jacobians_max": int(jacs.max()), "failed_steps": failed,
+        "min_edge_distance_mm": None if dmin == "n/a" else float(dmin),
+        "bound_2h_minus_delta_mm": None if bound == "n/a" else float(bound),
+        "load_before": load_before, "load_after": load_average()})
     return [
         label,
         4 * model.topology.n_rows,
         f"{n_steps} x {scene.dt:g}",
-        f"{max(first - run, 0.0):.1f}",
-        f"{1e3 * run / n_steps:.1f} (min {1e3 * min(times) / n_steps:.1f})",
+        f"{max(first - run, 0.0):.1f} ({max(first_cpu - run_cpu, 0.0):.1f} CPU)",
+        f"{1e3 * run / n_steps:.1f} (min {1e3 * min(times) / n_steps:.1f}; CPU {1e3 * run_cpu / n_steps:.1f})",
         f"{its.mean():.2f} / {its.max()}",
         f"{jacs.mean():.2f} / {jacs.max()}",
         failed,
@@ -107,7 +127,9 @@ def main():
     p.add_argument("--spider-duration", type=float, default=0.3)
     p.add_argument("--gripper-steps", type=int, default=40)
     p.add_argument("--small-steps", type=int, default=100)
+    p.add_argument("--json", default=None, help="also write the rows to benchmarks/results/NAME")
     a = p.parse_args()
+    load_start = load_average()
     print(f"jax {jax.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, backend {jax.default_backend()}\n")
     rows = []
     spider = get_scene("network-spider")
@@ -121,14 +143,24 @@ def main():
     rows.append(bench("network-gripper (small, contact)", small, a.small_steps, a.repeats))
     print()
     print(table(HEADER, rows))
+    if a.json:
+        write_result(a.json, {
+            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": git_sha(),
+            "machine": f"{cpu_name()}, {os.cpu_count()} CPUs", "jax": jax.__version__,
+            "xla_flags": os.environ.get("JAXROD_XLA_FLAGS"), "load_average_start": load_start,
+            "load_average_end": load_average(),
+            "command": "python benchmarks/contact_scenes.py " + " ".join(sys.argv[1:]),
+            "note": "compile = first call minus the median run (wall and process CPU); run = median of the "
+                    "repeats after the first call; process CPU counts every thread",
+            "rows": RECORD})
 
 
 HEADER = [
     "scene",
     "DOFs",
     "steps x dt [s]",
-    "compile [s]",
-    "run [ms/step]",
+    "compile [s] wall (CPU)",
+    "run [ms/step] wall median (min; CPU)",
     "Newton its/step (mean / max)",
     "Jacobians/step (mean / max)",
     "failed steps",

@@ -230,7 +230,9 @@ def main():
     p.add_argument("--atol", type=float, default=1e-9)
     p.add_argument("--rod-chains", default="", help="rod-body chains RxN (R rods of N nodes), e.g. 10x10,3x10")
     p.add_argument("--no-parts", action="store_true", help="skip the table of the parts of one iteration")
+    p.add_argument("--json", default=None, help="also write the tables to benchmarks/results/NAME")
     a = p.parse_args()
+    load_start = load()
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
@@ -274,6 +276,23 @@ def main():
         print()
         print(table(head, prow))
     print(f"\n- load average at end (1/5/15 min): {load()}")
+    if a.json:
+        import json
+        import sys
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", a.json)
+        with open(path, "w") as f:
+            json.dump({
+                "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": commit,
+                "machine": f"{platform.platform()}, {os.cpu_count()} CPUs", "jax": jax.__version__,
+                "load_average_start": load_start, "load_average_end": load(),
+                "command": "python benchmarks/hybrid.py " + " ".join(sys.argv[1:]),
+                "note": "table cells as printed: 'median (min)' of the timed calls after one warm-up call; "
+                        "CPU = process CPU time (all threads), wall = perf_counter",
+                "header": HEADER, "rows": rows,
+                "parts_header": ["bodies", "unknowns", "residual", "Jacobian (3m JVPs)", "block LU", "solve"],
+                "parts_rows": prow if not a.no_parts and sizes else []}, f, indent=1, default=str)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -358,3 +358,18 @@ def test_sleeve_real_time_is_the_recorded_run():
     assert float(m.group(4)) == round(d["real_time_ratio_cpu"], 1)
     assert float(m.group(5)) == round(d["run_wall_s_median"], 2)
     assert (int(m.group(6)), int(m.group(7))) == (round(d["compile_cpu_s"]), round(d["compile_wall_s"]))
+
+
+def test_contact_scenes_table_is_the_recorded_run():
+    """benchmarks/README.md's recorded contact-scenes table (the first table of the section) against
+    benchmarks/results/contact_scenes.json."""
+    rows = _json("contact_scenes.json")["rows"]
+    section = _section("contact")
+    table = _table_rows(section[:section.index("Earlier run")])
+    assert [c[0] for c in table] == [r["scene"] for r in rows]
+    for cells, r in zip(table, rows):
+        cpu, wall = (float(x) for x in re.findall(r"[\d.]+", cells[3]))
+        assert (cpu, wall) == (round(r["compile_cpu_s"], 1), round(r["compile_wall_s"], 1)), cells
+        cpu, wall = (float(x) for x in re.findall(r"[\d.]+", cells[4]))
+        assert (cpu, wall) == (round(r["ms_per_step_cpu"], 1), round(r["ms_per_step_wall"], 1)), cells
+        assert cells[5] == f"{r['newton_mean']:.2f} / {r['newton_max']}", cells

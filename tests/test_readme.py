@@ -373,3 +373,20 @@ def test_contact_scenes_table_is_the_recorded_run():
         cpu, wall = (float(x) for x in re.findall(r"[\d.]+", cells[4]))
         assert (cpu, wall) == (round(r["ms_per_step_cpu"], 1), round(r["ms_per_step_wall"], 1)), cells
         assert cells[5] == f"{r['newton_mean']:.2f} / {r['newton_max']}", cells
+
+
+def test_multibody_recorded_table_is_the_recorded_run():
+    """The recorded chain table of benchmarks/README.md's multibody section and the 100-link figures
+    docs/choosing.md quotes, against benchmarks/results/hybrid_chains.json."""
+    d = _json("hybrid_chains.json")
+    rows = [dict(zip(d["header"], r)) for r in d["rows"]]
+    section = _section("multibody")
+    table = _table_rows(section[:section.index("CPU per step within")])
+    assert len(table) == len(rows)
+    for cells, r in zip(table, rows):
+        assert [cells[0], cells[2]] == [str(r["bodies"]), r["solver"]], cells
+        assert cells[4].split(" ")[0] == r["CPU ms/step"].split(" ")[0], (cells, r["CPU ms/step"])
+        assert cells[5] == r["Newton it/step"] and cells[7] == r["CPU ms/iteration"], cells
+    by = {(r["bodies"], r["solver"]): float(r["CPU ms/step"].split(" ")[0]) for r in rows}
+    m = re.search(r"100 links: ([\d.]+) ms of CPU per step against (\d+) ms dense", _text(ROOT / "docs" / "choosing.md"))
+    assert m and (float(m.group(1)), int(m.group(2))) == (round(by[(100, "structured")], 1), round(by[(100, "dense")]))

@@ -390,3 +390,17 @@ def test_multibody_recorded_table_is_the_recorded_run():
     by = {(r["bodies"], r["solver"]): float(r["CPU ms/step"].split(" ")[0]) for r in rows}
     m = re.search(r"100 links: ([\d.]+) ms of CPU per step against (\d+) ms dense", _text(ROOT / "docs" / "choosing.md"))
     assert m and (float(m.group(1)), int(m.group(2))) == (round(by[(100, "structured")], 1), round(by[(100, "dense")]))
+
+
+def test_scene_like_names_in_the_readmes_are_scenes():
+    """A backticked name that looks like a built-in scene (``cantilever-a1``, ``snake-...``: the
+    first word of a scene name, then hyphenated words) is a scene of the registry: a renamed or
+    removed scene fails here rather than leaving a stale name in a table or a sentence."""
+    from jaxrod.scenes.registry import REGISTRY
+
+    not_scenes = {"der-gradients"}  # a branch name
+    families = {name.split("-")[0] for name in REGISTRY}
+    bad = sorted({f"{path.relative_to(ROOT)}: {name}" for path in READMES
+                  for name in re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", _text(path))
+                  if name.split("-")[0] in families and name not in REGISTRY and name not in not_scenes})
+    assert not bad, "scene-like names the registry does not know:\n" + "\n".join(bad)

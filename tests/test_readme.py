@@ -404,3 +404,23 @@ def test_scene_like_names_in_the_readmes_are_scenes():
                   for name in re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", _text(path))
                   if name.split("-")[0] in families and name not in REGISTRY and name not in not_scenes})
     assert not bad, "scene-like names the registry does not know:\n" + "\n".join(bad)
+
+
+def test_weight_release_figures_are_the_recorded_run():
+    """The quick weight-release figures of benchmarks/README.md's calibration section and
+    docs/calibration.md against benchmarks/results/weight_release_quick.json."""
+    d = _json("weight_release_quick.json")
+    err = {k: 100 * v for k, v in d["relative_errors"].items()}
+    blocks = d["evaluation"]["blocks"]
+    chi2 = d["identifiability"]["chi2_dof"]
+    for page in (ROOT / "benchmarks" / "README.md", ROOT / "docs" / "calibration.md"):
+        text = _flat(_text(page))
+        m = re.search(r"EI ([+-][\d.]+)%, rho ([+-][\d.]+)%, C ([+-][\d.]+)%", text)
+        assert m, f"{page.name}: the weight-release errors sentence changed: update this test"
+        assert [float(x) for x in m.groups()] == [round(err[k], 2) for k in ("EI", "rho", "C")], (page.name, err)
+        m = re.search(r"tip error (?:mean )?([\d.]+) mm (?:mean )?on the fitted frames \(in-sample\),? and ([\d.]+) mm", text) \
+            or re.search(r"tip error mean ([\d.]+) mm on the fitted frames \(in-sample\), ([\d.]+) mm", text)
+        assert m, f"{page.name}: the weight-release tip-error sentence changed: update this test"
+        assert (float(m.group(1)), float(m.group(2))) == (round(blocks["in-sample"]["mean"], 3),
+                                                          round(blocks["held-out frames"]["mean"], 3))
+        assert f"chi2/dof {chi2:.2f}" in text, (page.name, chi2)

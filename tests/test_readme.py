@@ -424,3 +424,17 @@ def test_weight_release_figures_are_the_recorded_run():
         assert (float(m.group(1)), float(m.group(2))) == (round(blocks["in-sample"]["mean"], 3),
                                                           round(blocks["held-out frames"]["mean"], 3))
         assert f"chi2/dof {chi2:.2f}" in text, (page.name, chi2)
+
+
+def test_dismech_scaling_rerun_is_the_recorded_output():
+    """The re-run of der_dismech.py's Table 2 quoted in benchmarks/README.md and docs/speed.md
+    against its recorded output, benchmarks/results/der_dismech_table2_2026-11-27.md."""
+    rows = _table_rows((RESULTS / "der_dismech_table2_2026-11-27.md").read_text(encoding="utf-8"))
+    cpu = [_num(r[10]) for r in rows]
+    wall = [_num(r[7]) for r in rows]
+    assert {r[5] for r in rows} == {"3.65"} and {r[6] for r in rows} == {"0.400"}
+    cpu_range = f"{round(min(cpu))}-{round(max(cpu))} us"
+    m = re.search(r"process CPU (\d+-\d+ us) per node-step from 25 to 1600 nodes", _flat(_section("dismech")))
+    assert m and m.group(1) == cpu_range, (m and m.group(1), cpu_range)
+    assert f"wall {round(min(wall))}-{round(max(wall))} us" in _flat(_section("dismech")), wall
+    assert f"{cpu_range} of process CPU per node-step" in _flat(_text(ROOT / "docs" / "speed.md")), cpu_range

@@ -438,3 +438,17 @@ def test_dismech_scaling_rerun_is_the_recorded_output():
     assert m and m.group(1) == cpu_range, (m and m.group(1), cpu_range)
     assert f"wall {round(min(wall))}-{round(max(wall))} us" in _flat(_section("dismech")), wall
     assert f"{cpu_range} of process CPU per node-step" in _flat(_text(ROOT / "docs" / "speed.md")), cpu_range
+
+
+def test_cmtm_jacobian_ratios_are_the_recorded_output():
+    """CMTM vs autodiff Newton-Jacobian ratios quoted in docs/choosing.md and benchmarks/README.md's
+    pcs section against benchmarks/results/pcs_ishigaki_table4_2026-11-27.md."""
+    rows = _table_rows((RESULTS / "pcs_ishigaki_table4_2026-11-27.md").read_text(encoding="utf-8"))
+    ratio = {(int(r[0]), r[2]): _num(r[6]) for r in rows}
+    m = re.search(r"CMTM analytic Jacobian is ([\d.]+)x cheaper than autodiff at 3 segments, ([\d.]+)x at 12",
+                  _text(ROOT / "docs" / "choosing.md"))
+    assert m and (float(m.group(1)), float(m.group(2))) == (round(ratio[3, "CMTM Newton"], 1),
+                                                            round(ratio[12, "CMTM Newton"], 1)), ratio
+    pcs = _flat(_section("pcs"))
+    for n in (3, 6, 12):
+        assert f"({ratio[n, 'CMTM Newton']:.1f}x)" in pcs, (n, ratio)

@@ -693,12 +693,14 @@ def table_c(args):
         f"{args.friction_scheme}, banded Jacobian. `vmap`: all pushes advance together (fresh Jacobian every Newton "
         "iteration; each Newton solve runs as long as the slowest push). `map`: one push after the other "
         f"in one program (`lax.map`, Jacobian reuse). Newton rtol {args.rtol:g}, atol {args.atol:g}. Compile = "
-        f"`jax.jit(...).lower().compile()`; run = median (min) of {args.repeats} calls. DisMech: 1.59 s for the "
+        f"`jax.jit(...).lower().compile()`; run = median (min) of {args.repeats} calls, wall; run CPU = "
+        "their median process CPU (all threads). DisMech: 1.59 s for the "
         "44 runs on 8 cores (i7-9700K, paper); PyElastica 7.42 s (paper) and 52.2 s serial / 33.0 s on 2 "
         "processes on this machine (BENCHMARKS.md F).")
     out()
-    header = ["batching", "compile [s]", "run [s] median (min)", "ms per rod-step", "Newton it/step (mean, max)",
-              "max rel. error Ek (|F| > 3.92 N)", "max Ek below threshold [J]", "all converged", "DisMech / ours"]
+    header = ["batching", "compile [s]", "run [s] median (min)", "run CPU [s] median", "ms per rod-step",
+              "Newton it/step (mean, max)", "max rel. error Ek (|F| > 3.92 N)", "max Ek below threshold [J]",
+              "all converged", "DisMech / ours (wall)"]
     out("| " + " | ".join(header) + " |")
     out("|" + "---|" * len(header))
     results = {}
@@ -712,6 +714,7 @@ def table_c(args):
         lo, co, compiled = aot(fn, forces)
         note(f"[table c] {batch}: compiled in {lo + co:.1f} s; running x{args.repeats + 1} ...")
         med, mn, (ek, conv, its), nrep = time_calls(compiled, forces, repeats=args.repeats, slow_s=120.0)
+        cpu = LAST_CPU["median"]
         ek, its = np.asarray(ek), np.asarray(its)
         n_steps = its.shape[-1]
         T = n_steps * scene.dt
@@ -720,7 +723,7 @@ def table_c(args):
         rel = np.abs(ek[above] / ref[above] - 1)
         results[batch] = (ek, ref, its)
         out("| " + " | ".join([
-            batch, f"{lo + co:.1f}", f"{med:.2f} ({mn:.2f})" + ("" if nrep > 1 else " (1 run)"),
+            batch, f"{lo + co:.1f}", f"{med:.2f} ({mn:.2f})" + ("" if nrep > 1 else " (1 run)"), f"{cpu:.2f}",
             f"{1e3 * med / (forces.size * n_steps):.2f}", f"{its.mean():.2f}, {its.max()}",
             f"{100 * rel.max():.3f}% (at {float(np.asarray(forces)[above][np.argmax(rel)]):+g} N)",
             f"{ek[~above].max():.2e}", str(bool(np.all(np.asarray(conv)))), f"{1.59 * args.duration_scale / med:.2f}x",

@@ -452,3 +452,31 @@ def test_cmtm_jacobian_ratios_are_the_recorded_output():
     pcs = _flat(_section("pcs"))
     for n in (3, 6, 12):
         assert f"({ratio[n, 'CMTM Newton']:.1f}x)" in pcs, (n, ratio)
+
+
+def test_development_layout_names_every_module_and_notebook():
+    """docs/development.md's layout block: every module of each package it lists (``jaxrod/X/``) is
+    named in that package's entry and every file it names exists; the notebooks line names every
+    notebook."""
+    text = _text(ROOT / "docs" / "development.md")
+    start = text.index("```", text.index("## Layout")) + 3
+    block = text[start:text.index("```", start)]
+    entries, current = {}, None
+    for line in block.splitlines():
+        head = re.match(r"^(\S+)\s", line)
+        if head:
+            current = head.group(1)
+        if current:
+            entries.setdefault(current, []).append(line)
+    bad = []
+    for name, lines in entries.items():
+        if not (name.startswith("jaxrod/") and name.endswith("/")):
+            continue
+        named = set(re.findall(r"\b([a-z_0-9]+\.py)\b", " ".join(lines)))
+        actual = {p.name for p in (ROOT / name).glob("*.py") if p.name != "__init__.py"}
+        bad += [f"{name}{f}: not in the layout" for f in sorted(actual - named)]
+        bad += [f"{name}{f}: named but missing" for f in sorted(named - actual)]
+    notebooks = set(re.findall(r"[a-z_]+", " ".join(entries.get("notebooks/", []))))
+    bad += [f"notebooks/{p.name}: not in the layout" for p in (ROOT / "notebooks").glob("*.ipynb")
+            if p.stem not in notebooks]
+    assert not bad, "docs/development.md's layout is stale:\n" + "\n".join(bad)

@@ -480,3 +480,19 @@ def test_development_layout_names_every_module_and_notebook():
     bad += [f"notebooks/{p.name}: not in the layout" for p in (ROOT / "notebooks").glob("*.ipynb")
             if p.stem not in notebooks]
     assert not bad, "docs/development.md's layout is stale:\n" + "\n".join(bad)
+
+
+def test_friction_rerun_is_the_recorded_output():
+    """The friction case-c re-run quoted in benchmarks/README.md against its recorded output."""
+    rows = _table_rows((RESULTS / "der_dismech_friction_2026-11-27.md").read_text(encoding="utf-8"))
+    rows = [r for r in rows if r[0] == "map"]
+    assert len(rows) == 2
+    text = _flat(_section("friction"))
+    for r, dt in zip(rows, ("5 ms", "10 ms")):
+        cpu, wall = _num(r[3]), _num(r[2])
+        its, its_max = (x.strip() for x in r[5].split(","))
+        err = r[6].split(" ")[0]
+        m = re.search(rf"at dt {dt}: ([\d.]+) s (?:process )?CPU \(([\d.]+) s wall\), ([\d.]+) (?:Newton iterations per step )?\(max (\d+)\),? (?:Ek error )?([\d.]+%)", text)
+        assert m, f"the friction re-run sentence for dt {dt} changed: update this test"
+        assert (float(m.group(1)), float(m.group(2)), m.group(3), m.group(4), m.group(5)) == (
+            cpu, wall, its, its_max, err), (dt, m.groups(), r)

@@ -259,7 +259,7 @@ def test_readme_compile_times_are_the_recorded_run():
     walls = [r["wall_s"] for r in rows.values()]
     for page in (ROOT / "README.md", ROOT / "docs" / "install.md"):
         text = _flat(_text(page))
-        m = re.search(r"cold first run: (\d+) s wall, (\d+) s process CPU, (\d+) s of it XLA", text)
+        m = re.search(r"cold first run \(3 steps, no figures\): (\d+) s wall, (\d+) s process CPU, (\d+) s of it XLA", text)
         assert m and "compile_2026-11-27.json" in text, f"{page.name}: the default example's compile sentence changed"
         assert tuple(map(int, m.groups())) == (round(a1["wall_s"]), round(a1["cpu_s"]), round(a1["xla_compile_s"])), a1
     for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):

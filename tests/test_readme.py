@@ -496,3 +496,19 @@ def test_friction_rerun_is_the_recorded_output():
         assert m, f"the friction re-run sentence for dt {dt} changed: update this test"
         assert (float(m.group(1)), float(m.group(2)), m.group(3), m.group(4), m.group(5)) == (
             cpu, wall, its, its_max, err), (dt, m.groups(), r)
+
+
+def test_snake_cost_table_is_the_recorded_run():
+    """benchmarks/README.md's snake cost table (the paper's runs and larger steps) against
+    benchmarks/results/snake.json: link 6 displacement, sweeps and CPU per simulated second."""
+    runs = _json("snake.json")["paper"]["runs"]
+    section = _section("snake")
+    table = _table_rows(section[section.index("**The paper's runs"):section.index("The paper reports 78 s")])
+    table = [c for c in table if c[1] in ("explicit (paper)", "implicit")]
+    assert len(table) == len(runs)
+    for cells in table:
+        key = f"{cells[0]} | {'explicit' if cells[1].startswith('explicit') else 'implicit'} | {float(cells[2]) / 1e3:g}"
+        r = runs[key]
+        assert cells[3] == f"{r['link6_dx']:+.3f}, {r['link6_dy']:+.3f}", (key, cells[3])
+        assert _num(cells[5]) == round(r["sweeps_mean"], 1), (key, cells[5])
+        assert _num(cells[6]) == round(r["cpu_per_sim_s"], 2), (key, cells[6])

@@ -512,3 +512,18 @@ def test_snake_cost_table_is_the_recorded_run():
         assert cells[3] == f"{r['link6_dx']:+.3f}, {r['link6_dy']:+.3f}", (key, cells[3])
         assert _num(cells[5]) == round(r["sweeps_mean"], 1), (key, cells[5])
         assert _num(cells[6]) == round(r["cpu_per_sim_s"], 2), (key, cells[6])
+
+
+def test_snake_solvers_table_is_the_recorded_run():
+    """The contact-solver table of benchmarks/README.md's snake-robot section against
+    benchmarks/results/snake_solvers.json (rows in the JSON's order; failed runs shown as '-')."""
+    runs = list(_json("snake_solvers.json")["runs"].values())
+    section = _section("snake-robot")
+    table = _table_rows(section[section.index("**Contact solvers**"):])[:len(runs)]
+    assert len(table) == len(runs)
+    for cells, r in zip(table, runs):
+        if r["failed_step"] is not None:
+            assert cells[2] == "-" and "fails" in cells[4], cells
+            continue
+        assert cells[2] == f"{r['sweeps_mean']:.1f} / {r['sweeps_max']}", (cells, r)
+        assert _num(cells[3]) == round(r["cpu_s_per_sim_s"], 2), (cells, r)

@@ -156,9 +156,12 @@ def run_variant(name, max_iters, command, say=print):
     say(rep.summary())
     values = {k: cal._plain(v) for k, v in cal.model_values(rep.values).items()}
     fit_wall = time.perf_counter() - w
-    table, _ = cal.evaluate_all(values, 3, say=say, stretch_update=opts.get("stretch_update", False),
-                                whole=bool(opts.get("chamber_gains")))
-    return dict(meta, description=desc, options=opts, values=values, train_loss_mm2=float(rep.loss),
+    whole = bool(opts.get("chamber_gains"))
+    table, _ = cal.evaluate_all(values, 3, say=say, stretch_update=opts.get("stretch_update", False), whole=whole)
+    names = {f"{t0:g}-{t1:g} s" for _, t0, t1, _ in cal.WHOLE}
+    extra = {"whole_recordings": [r for r in table if r["kind"] == "dynamic" and r["window"] in names]} if whole else {}
+    table = [r for r in table if not (r["kind"] == "dynamic" and r["window"] in names)]
+    return dict(meta, description=desc, options=opts, values=values, train_loss_mm2=float(rep.loss), **extra,
                 start_loss_mm2=float(rep.history[0]) if len(rep.history) else None,
                 fit_iterations=int(rep.iterations), fit_evaluations=int(rep.evaluations),
                 fit_wall_s=round(fit_wall, 1), total_wall_s=round(time.perf_counter() - w, 1),
@@ -198,15 +201,18 @@ def readme_tables(out=None):
         b = base[k]
         lines.append(f"| {r['kind']} | {r['recording']} | {r['window']} | {r['split']} | " + " | ".join(cells)
                      + f" | {b['rest_tip_mm']:.2f} | {b['linear_map_mm']:.2f} | {b['paper_model_mm']:.2f} |")
-    t2 = ["| variant | E kPa | mu | beta 1/bar | nu | training loss mm^2 (start) |", "|---|---|---|---|---|---|"]
+    t2 = ["| variant | E kPa | mu | beta 1/bar | nu | pair gains p0 / p1 / p2 | training loss mm^2 (start) |",
+          "|---|---|---|---|---|---|---|"]
     for v in cols:
         d = var[v]
         val = d["values"]
         nu = val.get("damping_power", 1.0)
         mu_unit = "Pa s" if nu == 1.0 else f"Pa s^{nu:g}"
         beta = val.get("chamber_growth")
+        g = val.get("pressure_gain", 1.0)
+        gains = "-" if not isinstance(g, list) else " / ".join(f"{x:.3f}" for x in g)
         t2.append(f"| {HEAD[v]} | {val['youngs_modulus'] / 1e3:.1f} | {val['viscosity']:.4g} {mu_unit} | "
-                  f"{'-' if beta is None else f'{beta * 1e5:.3f}'} | {nu:g} | "
+                  f"{'-' if beta is None else f'{beta * 1e5:.3f}'} | {nu:g} | {gains} | "
                   f"{d['train_loss_mm2']:.3f} ({d['start_loss_mm2']:.3f}) |")
     return "\n".join(lines), "\n".join(t2)
 

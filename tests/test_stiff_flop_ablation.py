@@ -14,7 +14,8 @@ BASELINES = ROOT / "benchmarks" / "results" / "baselines.json"
 SMOOTHING = ROOT / "benchmarks" / "results" / "stiff_flop_smoothing.json"
 HEAD = {"linear": "linear (default)", "growth": "+ chamber growth", "stretch": "+ stretch (TMTDyn)",
         "neo": "+ stretch (neo-Hookean)", "power2": "+ power-law damping", "all": "all (TMTDyn stretch)",
-        "all-neo": "all (neo-Hookean stretch)"}
+        "all-neo": "all (neo-Hookean stretch)", "gains-free": "+ 3 free pair gains",
+        "gains": "+ pair gains, mean 1"}
 
 
 def _key(r):

@@ -394,6 +394,9 @@ def add_stiff_flop_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPar
                         "an incompressible neo-Hookean one; default off)")
     p.add_argument("--fit-chamber-growth", action="store_true",
                    help="model option: chamber cap area a_p (1 + beta P), beta fitted")
+    p.add_argument("--fit-chamber-gains", action="store_true",
+                   help="model option: one pressure gain per chamber pair (chambers made or reinforced "
+                        "unequally): two ratios fitted, their geometric mean held at 1 (E carries a common gain)")
     p.add_argument("--damping-power", type=float, default=None,
                    help="model option: power-law damping exponent nu >= 1, fixed (TMTDyn: 2; default linear)")
     return p

@@ -62,7 +62,7 @@ PUBLISHED = (
 #: "STIFF-FLOP on measured data"
 FREE = ("youngs_modulus", "viscosity")
 UNITS = {"youngs_modulus": "Pa", "shear_ratio": "-", "viscosity": "Pa s", "pressure_gain": "-",
-         "chamber_growth": "1/Pa", "damping_power": "-"}
+         "chamber_growth": "1/Pa", "damping_power": "-", "log_gain_ratio": "-"}
 
 
 add_arguments = add_stiff_flop_arguments
@@ -169,15 +169,40 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
+#: ``chamber_gains`` options of :func:`fit_training`
+GAIN_MODES = (False, True, "relative", "free")
+
+
+def model_values(values):
+    """Fitted values as :func:`~jaxrod.scenes.stiff_flop.stiff_flop_model` takes them: a
+    ``log_gain_ratio`` ``(2,)`` ``(a, b)`` becomes ``pressure_gain = exp(a, b, -a - b)`` (times the
+    common gain, 1 in this parametrisation); other values pass through. Traceable."""
+    if "log_gain_ratio" not in values:
+        return values
+    import jax.numpy as jnp
+
+    out = {k: v for k, v in values.items() if k != "log_gain_ratio"}
+    a = jnp.asarray(values["log_gain_ratio"], dtype=float)
+    out["pressure_gain"] = jnp.asarray(values.get("pressure_gain", 1.0), dtype=float) * jnp.exp(
+        jnp.stack([a[0], a[1], -a[0] - a[1]]))
+    return out
+
+
 def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, say=print, smoothing="centred",
-                 start=None, chamber_growth=False, damping_power=None, stretch_update=False):
+                 start=None, chamber_growth=False, damping_power=None, stretch_update=False, chamber_gains=False):
     """Fit on :data:`TRAIN`; returns the :class:`~jaxrod.calibrate.FitReport`. (With the centred
     smoothing the last training samples average pressures up to 0.2 s past 29 s; the trailing one
     uses none.)
 
     Model options (:func:`jaxrod.scenes.stiff_flop.stiff_flop_model`): ``chamber_growth``: also fit
     beta [1/Pa] (from ``start["chamber_growth"]`` or 0); ``damping_power``: nu, fixed;
-    ``stretch_update``: the stretch update. ``start``: starting values (default :data:`INITIAL`)."""
+    ``stretch_update``: the stretch update; ``chamber_gains``: one pressure gain per chamber pair
+    (``pressure_gain`` of shape ``(3,)``): ``"relative"`` (or ``True``) fits two log ratios with the
+    three gains' geometric mean held at 1 (a common gain is nearly degenerate with E: bending goes as
+    P a_p / (E J), and with three free gains the fit drifts along that valley without converging),
+    ``"free"`` fits all three; ``False``: none. ``start``: starting values (default :data:`INITIAL`).
+    The report's values hold ``log_gain_ratio`` for ``"relative"``: :func:`model_values` turns them
+    into the model's ``pressure_gain``."""
     import jax.numpy as jnp
 
     from ..calibrate import Identity, Log, Objective, Parameter, ParamSet, fit
@@ -187,11 +212,21 @@ def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, sa
     n = int(round((t1 - t0) / sf.SAMPLE_DT))
     rows = rec.window(t0, t1)[: n + 1]
     start = dict(sm.INITIAL if start is None else start)
+    if chamber_gains not in GAIN_MODES:
+        raise ValueError(f"chamber_gains must be one of {GAIN_MODES}, got {chamber_gains!r}")
+    chamber_gains = "relative" if chamber_gains is True else chamber_gains
+    if chamber_gains and fit_gain:
+        raise ValueError("fit_gain (one gain) and chamber_gains (one per chamber pair) exclude each other")
+    if chamber_gains == "free":
+        start["pressure_gain"] = np.broadcast_to(np.asarray(start["pressure_gain"], dtype=float), (3,)).copy()
     params = [
         Parameter(k, start[k], Log(), unit=UNITS[k],
-                  fixed=(k not in FREE and not (fit_gain and k == "pressure_gain") and not (fit_shear and k == "shear_ratio")))
+                  fixed=(k not in FREE and not ((fit_gain or chamber_gains == "free") and k == "pressure_gain")
+                         and not (fit_shear and k == "shear_ratio")))
         for k in sm.INITIAL
     ]
+    if chamber_gains == "relative":
+        params.append(Parameter("log_gain_ratio", np.zeros(2), Identity(), unit=UNITS["log_gain_ratio"]))
     if chamber_growth:
         params.append(Parameter("chamber_growth", start.get("chamber_growth", 0.0), Identity(1e-6), unit=UNITS["chamber_growth"]))
     if damping_power is not None:
@@ -200,7 +235,7 @@ def fit_training(n_segments=3, max_iters=30, fit_gain=False, fit_shear=False, sa
     data = {"times": jnp.asarray(times), "p": jnp.asarray(p), "tip": jnp.asarray(rec.tip[rows])}
 
     def residuals(values, d):
-        tip, valid = sm.predict_tip(values, d["times"], d["p"], None, t0=t0, n_steps=n, n_segments=n_segments,
+        tip, valid = sm.predict_tip(model_values(values), d["times"], d["p"], None, t0=t0, n_steps=n, n_segments=n_segments,
                                     stretch_update=stretch_update)
         r = (tip - d["tip"]) / 1e-3  # mm
         return jnp.where(valid[:, None], r, 0.0), jnp.broadcast_to(valid[:, None], r.shape)
@@ -264,6 +299,16 @@ def check_inputs(segments, max_iters=1):
             )
 
 
+def _plain(v):
+    """A fitted value as JSON-able Python: a float, or a list for an array parameter."""
+    a = np.asarray(v, dtype=float)
+    return float(a) if a.ndim == 0 else a.tolist()
+
+
+def _fmt(v):
+    return f"{v:.6g}" if np.ndim(v) == 0 else "(" + ", ".join(f"{x:.6g}" for x in np.ravel(v)) + ")"
+
+
 def run_from_args(args, out=None):
     out = sys.stdout if out is None else out
 
@@ -274,15 +319,19 @@ def run_from_args(args, out=None):
     stretch = getattr(args, "stretch", "off")
     stretch = False if stretch == "off" else stretch
     growth, power = getattr(args, "fit_chamber_growth", False), getattr(args, "damping_power", None)
+    gains = getattr(args, "fit_chamber_gains", False)
+    if gains and args.fit_gain:
+        raise ValueError("--fit-gain (one gain) and --fit-chamber-gains (one per chamber pair) exclude each other")
     if power is not None and not power >= 1.0:
         raise ValueError(f"--damping-power must be >= 1, got {power}")
-    options = bool(stretch) or growth or power is not None
+    options = bool(stretch) or growth or power is not None or gains
     summary = {"segments": args.segments, "smoothing": args.smoothing, "whole_recordings": args.whole_recordings,
-               "stretch": stretch or "off", "fit_chamber_growth": growth, "damping_power": power}
+               "stretch": stretch or "off", "fit_chamber_growth": growth, "damping_power": power,
+               "fit_chamber_gains": gains}
     if args.no_fit:
         if options:
             raise ValueError("--no-fit evaluates FITTED, the default model's values: it takes no model option "
-                             "(--stretch, --fit-chamber-growth, --damping-power)")
+                             "(--stretch, --fit-chamber-growth, --damping-power, --fit-chamber-gains)")
         values = dict(sm.FITTED)
     else:
         start = dict(sm.INITIAL)
@@ -290,12 +339,12 @@ def run_from_args(args, out=None):
             start["damping_power"] = power
         rep = fit_training(args.segments, args.max_iters, args.fit_gain, args.fit_shear, say=say,
                            smoothing=args.smoothing, start=start, chamber_growth=growth, damping_power=power,
-                           stretch_update=stretch)
+                           stretch_update=stretch, chamber_gains=gains)
         say(rep.summary())
-        values = {k: float(np.asarray(v)) for k, v in rep.values.items()}
+        values = {k: _plain(v) for k, v in model_values(rep.values).items()}
         summary.update(fit_wall_s=rep.wall_time, fit_iterations=rep.iterations, fit_evaluations=rep.evaluations,
                        fit_loss=rep.loss, fit_history=[float(h) for h in rep.history])
-    say("values: " + ", ".join(f"{k} = {v:.6g} {UNITS[k]}" for k, v in values.items()))
+    say("values: " + ", ".join(f"{k} = {_fmt(v)} {UNITS[k]}" for k, v in values.items()))
     summary["values"] = values
     say("evaluating (static equilibria at the listed times; dynamic windows):")
     say(f"inputs smoothed: {args.smoothing}")

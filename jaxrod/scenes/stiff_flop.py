@@ -355,8 +355,9 @@ def stiff_flop_model(
         times: ``(T,)`` sample times [s]; pressures: ``(T, 3)`` gauge pressures of pairs p0, p1, p2
             [Pa]; load: ``(T, 6)`` ``[moment; force]`` on the tip point [N m, N] or ``None``.
         youngs_modulus: E [Pa]; shear_ratio: G / E; viscosity: Kelvin-Voigt mu [Pa s];
-        pressure_gain: factor on the cap area (equivalently on the pressures) [-]. All may be
-            traced (fitting).
+        pressure_gain: factor on the cap area (equivalently on the pressures) [-]: a scalar, or
+            ``(3,)`` one factor per chamber pair p0, p1, p2 (chambers made or reinforced unequally;
+            ``jaxrod calibrate stiff-flop --fit-chamber-gains``). All may be traced (fitting).
         n_segments: PCS segments (>= 1); tip_body: include the tip sensor's inertia and weight.
         chamber_growth: beta [1/Pa]: cap area ``a_p (1 + beta P)`` (chambers that expand with
             pressure), ``None``: constant area; damping_power: nu >= 1 of the power-law damping
@@ -384,11 +385,14 @@ def stiff_flop_model(
         rest_strain=jnp.tile(jnp.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), (n, 1)),
     )
     ro, ap = s["chamber_offset"], s["chamber_area"]
-    cap = ap * jnp.asarray(pressure_gain, dtype=float)
+    gain = jnp.asarray(pressure_gain, dtype=float)
+    if gain.shape not in ((), (3,)):
+        raise ValueError(f"pressure_gain must be a scalar or (3,) (one per chamber pair), got shape {gain.shape}")
+    cap = ap * jnp.broadcast_to(gain, (3,))
     chambers = tuple(
         Chamber(
             (ro * math.cos(math.radians(psi)), ro * math.sin(math.radians(psi))),
-            cap,
+            cap[k // 2],
             pressure=1.0,  # [Pa] times the measured samples in Pa
             profile=Samples(times, pressures[:, k // 2]),
         )

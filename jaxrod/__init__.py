@@ -28,6 +28,8 @@ _LAZY = {
     "PCSModel": ".models.pcs",
     "PCSRod": ".models.pcs",
     "TipBody": ".models.pcs",
+    "PointWrench": ".models.pcs",
+    "NonlinearOptions": ".models.pcs",
     "StrainBasis": ".models.pcs",
     "ClampedRodModel": ".models.tmtdyn",
     "EBAModel": ".models.tmtdyn",
@@ -122,7 +124,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .integrate import AbstractStepper, ImplicitStepper
     from .models.cosserat import LegLengths, StewartGough
     from .models.der import DERNetwork, FloorContact, RodRodContact
-    from .models.pcs import PCSModel, PCSRod, StrainBasis, TipBody
+    from .models.pcs import NonlinearOptions, PCSModel, PCSRod, PointWrench, StrainBasis, TipBody
     from .models.tmtdyn import ClampedRodModel, EBAModel, ROMModel, RodSection
     from .signals import Constant, Hat, LinearRamp, ReleasedAt, SampledTrajectory, Samples
     from .system import (
@@ -213,7 +215,9 @@ __all__ = [
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",
+    "NonlinearOptions",
     "PCSModel",
+    "PointWrench",
     "PCSRod",
     "PDController",
     "Planar",

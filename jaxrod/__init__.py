@@ -29,6 +29,8 @@ _LAZY = {
     "PCSRod": ".models.pcs",
     "TipBody": ".models.pcs",
     "PointWrench": ".models.pcs",
+    "Material": ".models.section",
+    "CrossSection": ".models.section",
     "NonlinearOptions": ".models.pcs",
     "StrainBasis": ".models.pcs",
     "ClampedRodModel": ".models.tmtdyn",
@@ -125,6 +127,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .models.cosserat import LegLengths, StewartGough
     from .models.der import DERNetwork, FloorContact, RodRodContact
     from .models.pcs import NonlinearOptions, PCSModel, PCSRod, PointWrench, StrainBasis, TipBody
+    from .models.section import CrossSection, Material
     from .models.tmtdyn import ClampedRodModel, EBAModel, ROMModel, RodSection
     from .signals import Constant, Hat, LinearRamp, ReleasedAt, SampledTrajectory, Samples
     from .system import (
@@ -185,6 +188,7 @@ __all__ = [
     "ClampedRodModel",
     "Constant",
     "ConvergenceError",
+    "CrossSection",
     "CosseratModel",
     "CosseratRod",
     "CosseratState",
@@ -215,6 +219,7 @@ __all__ = [
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",
+    "Material",
     "NonlinearOptions",
     "PCSModel",
     "PointWrench",

@@ -151,7 +151,8 @@ class PCSModel(AbstractImplicitModel):
             (autodiff Jacobian only).
         tip_offset: ``(3,)`` a body-fixed point in the tip frame [m] (a tool or sensor), or
             ``None``: :meth:`tip_point` is its world position and :meth:`observe` appends it to
-            ``positions`` (so ``Trajectory.tip`` is that point).
+            ``positions`` (so ``Trajectory.tip`` is that point; not for a rod of a
+            :class:`~jaxrod.system.HybridSystem`, which lays out the centreline samples only).
         nonlinear: :class:`~jaxrod.models.pcs.nonlinear.NonlinearOptions` (TMTDyn's stretch
             update, growing chambers, power-law damping) or ``None``: the linear model.
     """

@@ -28,6 +28,10 @@ _LAZY = {
     "PCSModel": ".models.pcs",
     "PCSRod": ".models.pcs",
     "TipBody": ".models.pcs",
+    "PointWrench": ".models.pcs",
+    "Material": ".models.section",
+    "CrossSection": ".models.section",
+    "NonlinearOptions": ".models.pcs",
     "StrainBasis": ".models.pcs",
     "ClampedRodModel": ".models.tmtdyn",
     "EBAModel": ".models.tmtdyn",
@@ -122,7 +126,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .integrate import AbstractStepper, ImplicitStepper
     from .models.cosserat import LegLengths, StewartGough
     from .models.der import DERNetwork, FloorContact, RodRodContact
-    from .models.pcs import PCSModel, PCSRod, StrainBasis, TipBody
+    from .models.pcs import NonlinearOptions, PCSModel, PCSRod, PointWrench, StrainBasis, TipBody
+    from .models.section import CrossSection, Material
     from .models.tmtdyn import ClampedRodModel, EBAModel, ROMModel, RodSection
     from .signals import Constant, Hat, LinearRamp, ReleasedAt, SampledTrajectory, Samples
     from .system import (
@@ -183,6 +188,7 @@ __all__ = [
     "ClampedRodModel",
     "Constant",
     "ConvergenceError",
+    "CrossSection",
     "CosseratModel",
     "CosseratRod",
     "CosseratState",
@@ -213,7 +219,10 @@ __all__ = [
     "NewmarkBeta",
     "NewtonResult",
     "NewtonSolver",
+    "Material",
+    "NonlinearOptions",
     "PCSModel",
+    "PointWrench",
     "PCSRod",
     "PDController",
     "Planar",

@@ -318,7 +318,7 @@ def _note_rounding(duration, dt, n_steps, out):
 
 
 def _load_model_file(args):
-    """The :class:`~jaxrod.modelfile.LoadedModel` of ``args.scene`` with the command-line
+    """The :class:`~jaxrod.scenes.scene.Scene` of the model file ``args.scene`` with the command-line
     overrides that apply to a file (--dt, --duration, --save-every, --plot, --animate)."""
     import dataclasses
 
@@ -339,53 +339,6 @@ def _load_model_file(args):
     args.save_every = loaded.save_every if args.save_every == 1 else args.save_every
     args.plot, args.animate = args.plot or loaded.plot, args.animate or loaded.animate
     return loaded
-
-
-def _cmd_simulate_system(loaded, args, out, err):
-    """Run a rigid-body model file and print its ``[output] quantities``."""
-    import numpy as np
-
-    from .integrate import simulate
-
-    _check_export_path(args)
-    n_steps = loaded.n_steps
-    if n_steps < 1:
-        raise CLIError(f"duration {loaded.duration:g} s is shorter than one step of dt = {loaded.dt:g} s")
-    if n_steps % args.save_every:
-        raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
-    print(f"model     {loaded.name}: {loaded.description}", file=out)
-    print(f"bodies    {len(loaded.body_names)} ({', '.join(loaded.body_names)})", file=out)
-    print(f"time      dt = {loaded.dt:g} s, duration = {n_steps * loaded.dt:g} s, {n_steps} steps, "
-          f"scheme {_scheme_name(loaded.scheme)}, saving every {args.save_every}", file=out, flush=True)
-    _note_rounding(loaded.duration, loaded.dt, n_steps, out)
-    if loaded.modal_modes:
-        _print_modes(loaded, loaded.modal_modes, out)
-    t0 = time.perf_counter()
-    traj = simulate(loaded.model, dt=loaded.dt, n_steps=n_steps, scheme=loaded.scheme, save_every=args.save_every,
-                    solver=loaded.solver, state0=loaded.state0, progress=not args.no_progress)
-    its = np.asarray(traj.stats.iterations)
-    print(f"wall time {time.perf_counter() - t0:.2f} s (compile + run)", file=out)
-    print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
-          f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
-    for line in loaded.summary(traj):
-        print(line, file=out)
-    out.flush()
-    if args.plot:
-        from .plot import plot_bodies
-        from .progress import activity
-
-        with activity(f"drawing {args.plot}", enabled=not args.no_progress):
-            plot_bodies(traj, loaded.body_names, args.plot, title=loaded.description, model=loaded.model)
-        print(f"plot      {args.plot}", file=out, flush=True)
-    if args.animate:
-        from .plot import animate_bodies
-        from .progress import activity
-
-        with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=not args.no_progress):
-            animate_bodies(traj, loaded.body_names, args.animate, title=loaded.name, model=loaded.model)
-        print(f"animation {args.animate} (3-D and x-z, true scale)", file=out, flush=True)
-    _export(args, traj, loaded.model, out)
-    return 0
 
 
 def _print_modes(loaded, n_modes, out, plot=None, exact=False):
@@ -466,20 +419,28 @@ def _export(args, traj, model, out):
 
 
 def _cmd_simulate(args, out, err):
+    """``jaxrod simulate``: a registry scene or a model file, both a :class:`~jaxrod.scenes.scene.Scene`,
+    run by one path. Rigid bodies (a file of kind ``system`` or ``hybrid``) report their bodies and
+    the file's ``[output] quantities``; rods their tip (or a network's centroid) and references."""
     # a model file is checked before the simulator is imported: a bad file answers at once
     scene = _load_model_file(args) if _is_model_file(args.scene) else None
-    if scene is not None and scene.kind in ("system", "hybrid"):
-        return _cmd_simulate_system(scene, args, out, err)
+    bodies = scene is not None and scene.kind in ("system", "hybrid")
     import numpy as np
 
     from . import analysis
     from .integrate import simulate, solve_static
     scene = _make_scene(args) if scene is None else scene
     model = scene.model
-    n = _n_nodes(model)
-    print(f"scene     {scene.name}: {scene.description}", file=out)
-    if getattr(scene, "modal_modes", None):
-        _print_modes(scene, scene.modal_modes, out)
+    if bodies:
+        if scene.static:
+            raise CLIError(f"{scene.path}: a static solve of rigid bodies is not supported; remove [simulation] static")
+        print(f"model     {scene.name}: {scene.description}", file=out)
+        print(f"bodies    {len(scene.body_names)} ({', '.join(scene.body_names)})", file=out)
+    else:
+        n = _n_nodes(model)
+        print(f"scene     {scene.name}: {scene.description}", file=out)
+        if scene.modal_modes:
+            _print_modes(scene, scene.modal_modes, out)
 
     if scene.static:
         if args.animate or args.export:
@@ -534,10 +495,13 @@ def _cmd_simulate(args, out, err):
         raise CLIError(f"duration {duration:g} s is shorter than one step of dt = {dt:g} s")
     if n_steps % args.save_every:
         raise CLIError(f"--save-every {args.save_every} must divide the number of steps ({n_steps})")
-    print(f"nodes     {n}", file=out)
+    if not bodies:
+        print(f"nodes     {n}", file=out)
     print(f"time      dt = {dt:g} s, duration = {n_steps * dt:g} s, {n_steps} steps, "
           f"scheme {_scheme_name(scheme)}, saving every {args.save_every}", file=out, flush=True)
     _note_rounding(duration, dt, n_steps, out)
+    if bodies and scene.modal_modes:
+        _print_modes(scene, scene.modal_modes, out)
 
     t0 = time.perf_counter()
     import warnings
@@ -557,6 +521,10 @@ def _cmd_simulate(args, out, err):
     print(f"wall time {wall:.2f} s (compile + run)", file=out)
     print(f"Newton    {its.mean():.2f} iterations/step (max {int(its.max())}), "
           f"max residual {float(np.max(np.asarray(traj.stats.residual_norm))):.2e}", file=out)
+    if bodies:
+        for line in scene.summary(traj):
+            print(line, file=out)
+        return _write_body_figures(args, traj, scene, out)
     ref = scene.reference
     if getattr(traj, "impulses", None) is not None:  # set-valued contact (Moreau): bodies on obstacles
         pos = np.asarray(traj.positions)
@@ -605,6 +573,27 @@ def _cmd_simulate(args, out, err):
               file=out)
 
     return _write_figures(args, traj, model, scene, out)
+
+
+def _write_body_figures(args, traj, scene, out):
+    """``--plot``/``--animate``/``--export`` of a model file of rigid bodies (and rods)."""
+    from .progress import activity
+
+    out.flush()
+    if args.plot:
+        from .plot import plot_bodies
+
+        with activity(f"drawing {args.plot}", enabled=not args.no_progress):
+            plot_bodies(traj, scene.body_names, args.plot, title=scene.description, model=scene.model)
+        print(f"plot      {args.plot}", file=out, flush=True)
+    if args.animate:
+        from .plot import animate_bodies
+
+        with activity(f"writing the animation {args.animate} ({len(traj.times)} frames)", enabled=not args.no_progress):
+            animate_bodies(traj, scene.body_names, args.animate, title=scene.name, model=scene.model)
+        print(f"animation {args.animate} (3-D and x-z, true scale)", file=out, flush=True)
+    _export(args, traj, scene.model, out)
+    return 0
 
 
 def _write_figures(args, traj, model, scene, out):

@@ -10,8 +10,8 @@ import pytest
 from scipy.optimize import brentq
 
 from jaxrod.integrate import solve_static
-from jaxrod.models.pcs import Chamber, PCSModel, PCSRod
-from jaxrod.scenes.stiff_flop import StiffFlopModel, recording_inputs, stiff_flop_model
+from jaxrod.models.pcs import Chamber, NonlinearOptions, PCSModel, PCSRod
+from jaxrod.scenes.stiff_flop import recording_inputs, stiff_flop_model
 from jaxrod.datasets.stiff_flop import read_recording
 
 E, A, J, L, D = 2.0e5, 3.0e-4, 1.5e-8, 0.05, 8.5e-3
@@ -26,13 +26,13 @@ def _rod(viscosity=0.0):
 
 def _model(P, **options):
     # one chamber on local +z at distance D: it bends the rod about local y (u_y = P a_p D / E J)
-    pcs = PCSModel(_rod(), chambers=(Chamber((0.0, D), AP, pressure=P),), section_radius=0.0125)
-    return StiffFlopModel(pcs, None, 0.0145, **options)
+    return PCSModel(_rod(), chambers=(Chamber((0.0, D), AP, pressure=P),), section_radius=0.0125,
+                    nonlinear=NonlinearOptions(**options))
 
 
 def _strain(model):
     st, _ = solve_static(model, t=0.0)
-    return np.asarray(model.pcs.strains(st.q))[0]
+    return np.asarray(model.strains(st.q))[0]
 
 
 def test_chamber_growth_closed_form():
@@ -80,8 +80,7 @@ def test_power_law_damping_force(nu):
     q = jnp.zeros(6)
     models = []
     for visc in (mu, 0.0):
-        pcs = PCSModel(_rod(visc))
-        models.append(StiffFlopModel(pcs, None, 0.0145, damping_power=nu))
+        models.append(PCSModel(_rod(visc), nonlinear=NonlinearOptions(damping_power=nu)))
     diff = np.asarray(models[0].residual(q, v, q, 0.0, None) - models[1].residual(q, v, q, 0.0, None))
     Dd = mu * np.array([2 * J, 3 * J, 3 * J, 3 * A, A, A])
     c = np.array([L, L, L, 1, 1, 1])
@@ -97,7 +96,7 @@ def test_neutral_options_reproduce_linear_model():
     base = stiff_flop_model(times, p, load, youngs_modulus=1.3e5, viscosity=1000.0)
     ext = stiff_flop_model(times, p, load, youngs_modulus=1.3e5, viscosity=1000.0, chamber_growth=0.0,
                            damping_power=1.0)
-    assert ext.extended and not base.extended
+    assert ext.nonlinear.active and base.nonlinear is None
     rng = np.random.default_rng(0)
     q, v, a = (jnp.asarray(rng.normal(scale=s, size=18)) for s in (0.5, 2.0, 20.0))
     r0 = np.asarray(base.residual(q, v, a, 18.1, None))

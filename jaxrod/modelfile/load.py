@@ -1,4 +1,5 @@
-""":func:`load_model`: a TOML model file -> :class:`LoadedModel` (model, initial state, run settings).
+""":func:`load_model`: a TOML model file -> :class:`~jaxrod.scenes.scene.Scene` (model, initial state,
+run settings, the file's path and outputs: the record the scene registry's builders return).
 
 Two phases: every table is read and checked first (pure Python, :mod:`~jaxrod.modelfile.values`),
 so a bad file is reported before JAX is imported; then the model is built with the library's own
@@ -10,17 +11,17 @@ constructors. Top-level tables: ``[model]``, ``[world]``, ``[bodies.*]``, ``[joi
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ModelFileError, closest
 from .mechanism import build_hybrid, build_system, check_loops, read_body, read_joint
+from ..scenes.report import QUANTITIES, default_quantities
+from ..scenes.scene import Scene
 from .registry import FORCE_TYPES
-from .report import QUANTITIES, default_quantities, summary_lines
 from .rods import read_rod
 from .values import Table
 
-__all__ = ["EXAMPLES_DIR", "LoadedModel", "example_names", "load_model", "load_robot", "resolve"]
+__all__ = ["EXAMPLES_DIR", "example_names", "load_model", "load_robot", "resolve"]
 
 #: suffixes of robot description files (URDF, MJCF) that :func:`load_model` hands to :func:`load_robot`
 ROBOT_SUFFIXES = (".urdf", ".xml", ".mjcf")
@@ -48,76 +49,6 @@ def resolve(path) -> Path:
         if p.parent == Path(".") and (EXAMPLES_DIR / name).is_file():
             return EXAMPLES_DIR / name
     raise ModelFileError(path, "", f"no such file (shipped examples: {', '.join(example_names())})")
-
-
-@dataclass
-class LoadedModel:
-    """A model file, built: the model, its initial state and how to run it. It has the fields of
-    a :class:`~jaxrod.scenes.scene.Scene`, so the command line runs both alike.
-
-    Attributes:
-        path: the file.
-        name, description: from ``[model]`` (default: the file name).
-        kind: ``"system"`` (rigid bodies and joints), ``"rod"`` (a rod model), ``"scene"`` (a
-            built-in scene) or ``"hybrid"`` (rods attached to bodies, ``jaxrod.system.hybrid``).
-        model: the model (:class:`~jaxrod.system.MultibodySystem`, ``DERModel``, ``PCSModel``,
-            ``HybridSystem``...).
-        state0: initial :class:`~jaxrod.integrate.State` (``None``: the model's own).
-        dt, duration: time step and simulated time [s]; ``n_steps`` their ratio.
-        scheme: time scheme; solver: ``NewtonSolver`` or ``None`` (the default).
-        static, load_steps: a static solve (``solve_static``) in ``load_steps`` increments.
-        save_every: save one frame every this many steps.
-        quantities: names of :data:`~jaxrod.modelfile.report.QUANTITIES` a run reports.
-        plot, animate: figure / GIF file names from ``[output]`` (or ``None``).
-        body_names: names of the bodies, in the order of the model's arrays.
-        reference: reference values of a built-in scene (empty otherwise).
-        modal_modes: ``[analysis] modal = true``: the number of modes ``jaxrod simulate`` prints
-            (``n_modes``, default 6) before the run; ``None``: no modal analysis.
-    """
-
-    path: str
-    name: str
-    description: str
-    kind: str
-    model: object
-    dt: float = 0.0
-    duration: float = 0.0
-    scheme: object = None
-    solver: object = None
-    static: bool = False
-    load_steps: int = 1
-    save_every: int = 1
-    state0: object = None
-    quantities: tuple = ()
-    plot: str | None = None
-    animate: str | None = None
-    body_names: tuple = ()
-    reference: dict = field(default_factory=dict)
-    modal_modes: int | None = None
-
-    @property
-    def n_steps(self) -> int:
-        return int(round(self.duration / self.dt))
-
-    def simulate(self, *, n_steps=None, progress=False, **options):
-        """Run the model with the file's settings: :func:`jaxrod.simulate` (``n_steps`` overrides
-        the file's ``duration / dt``; ``options`` go to ``simulate``), or for a static file
-        :func:`jaxrod.solve_static`, returning ``(state, newton_result)``."""
-        if self.static:
-            from ..integrate import solve_static
-
-            return solve_static(self.model, load_steps=self.load_steps, progress=progress, **options)
-        from ..integrate import simulate
-
-        n = self.n_steps if n_steps is None else n_steps
-        options.setdefault("save_every", self.save_every if n % self.save_every == 0 else 1)
-        for key in ("dt", "scheme", "state0", "solver"):  # the file's, unless given here
-            options.setdefault(key, getattr(self, key))
-        return simulate(self.model, n_steps=n, progress=progress, **options)
-
-    def summary(self, traj):
-        """The ``[output] quantities`` of a trajectory, one string each."""
-        return summary_lines(self, traj)
 
 
 #: the top-level tables of a model file
@@ -332,8 +263,9 @@ def _read_tree(path, fmt, options):
 
 
 def load_robot(path, *, fixed_base=None, joint_positions=None, gravity=None, limit_stiffness=0.0,
-               limit_damping=0.0, dt=None, duration=1.0) -> LoadedModel:
-    """A URDF (``.urdf``) or MJCF (``.xml``) robot as a :class:`LoadedModel` of kind ``"system"``
+               limit_damping=0.0, dt=None, duration=1.0) -> Scene:
+    """A URDF (``.urdf``) or MJCF (``.xml``) robot as a :class:`~jaxrod.scenes.scene.Scene` of kind
+    ``"system"``
     (a :class:`~jaxrod.system.MultibodySystem`; see :mod:`jaxrod.modelfile.urdf` and
     :mod:`jaxrod.modelfile.mjcf` for what is read). ``jaxrod simulate arm.urdf`` and
     :func:`load_model` call it with the defaults.
@@ -353,7 +285,6 @@ def load_robot(path, *, fixed_base=None, joint_positions=None, gravity=None, lim
     """
     from ..integrate.schemes import AverageVectorField
     from .mechanism import build_system
-    from .report import default_quantities
     from .robot_tree import to_tables
 
     path = Path(path)
@@ -380,13 +311,16 @@ def load_robot(path, *, fixed_base=None, joint_positions=None, gravity=None, lim
         if not value > 0:
             raise ValueError(f"{label} must be > 0 [s], got {value!r}")
     model = build_system(bodies, joints, list(gravity))
-    return LoadedModel(path=str(path), name=path.stem, description=f"{fmt.upper()} robot {path.name}", kind="system",
-                       model=model, dt=float(dt), duration=float(duration), scheme=AverageVectorField(),
-                       quantities=tuple(default_quantities("system")), body_names=tuple(b["name"] for b in bodies))
+    return Scene(path=str(path), name=path.stem, description=f"{fmt.upper()} robot {path.name}", kind="system",
+                 model=model, dt=float(dt), duration=float(duration), scheme=AverageVectorField(),
+                 quantities=tuple(default_quantities("system")), body_names=tuple(b["name"] for b in bodies))
 
 
-def load_model(path) -> LoadedModel:
-    """Read, check and build the model file ``path`` (a path, or the name of a shipped example).
+def load_model(path) -> Scene:
+    """Read, check and build the model file ``path`` (a path, or the name of a shipped example):
+    a :class:`~jaxrod.scenes.scene.Scene`, the record of the scene registry, with the file's
+    ``path``, ``kind`` and outputs (``save_every``, ``quantities``, ``plot``, ``animate``,
+    ``body_names``, ``modal_modes``); ``scene.simulate()`` runs it with the file's settings.
 
     Raises:
         ModelFileError: (a ``ValueError``) naming the file, the table and the key: TOML syntax
@@ -468,7 +402,7 @@ def load_model(path) -> LoadedModel:
     solver = None
     if sim.get("newton"):
         solver = NewtonSolver(**{k: v for k, v in sim["newton"].items() if v is not None})
-    return LoadedModel(
+    return Scene(
         path=str(path), name=name, description=description, kind=kind, model=model, state0=state0,
         dt=sim.get("dt", 0.0), duration=sim.get("duration", 0.0),
         scheme=None if sim["static"] else _scheme(sim, scheme_default, sim_table), solver=solver, static=sim["static"],

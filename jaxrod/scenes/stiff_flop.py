@@ -26,7 +26,7 @@ w L^4 / (8 EI) + P L^3 / (3 EI) + M L^2 / (2 EI) + (w L^2 / 2 + P L) / (G a_c), 
 ``reference["tip_deflection_linear_m"]`` (4.37 mm, 8.7% of the length; shear 0.64 mm of it: the
 module is short and thick).
 
-The actuated module (``stiff-flop``, :func:`stiff_flop_actuated`; :class:`StiffFlopModel` built by
+The actuated module (``stiff-flop``, :func:`stiff_flop_actuated`; the PCS model built by
 :func:`stiff_flop_model`) driven by its measured pressures (and tip pushes): a PCS model (TMTDyn
 validation E1, spec seed004 sections 6.3, 9.2-9.3; data README: shared/data/stiff-flop/; the
 recordings are read by :mod:`jaxrod.datasets.stiff_flop`).
@@ -62,19 +62,16 @@ from __future__ import annotations
 
 import math
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 # paper Table 2 and the recordings
-from ..integrate.base import jit_when_eager
 from ..datasets.stiff_flop import PARAMETERS, SAMPLE_DT, TIP_LENGTH, Recording, read_recording, smooth_moving_average, trailing_moving_average
-from ..integrate.implicit import AbstractImplicitModel
-from ..models.pcs import Chamber, PCSModel, PCSRod, TipBody
+from ..models.pcs import Chamber, NonlinearOptions, PCSModel, PCSRod, PointWrench, TipBody
 from ..signals import SampledMotion, Samples
 from ..integrate.schemes import NewmarkBeta
-from ..validation import check_int, is_traced
+from ..validation import check_int
 from .scene import Scene
 
 __all__ = [
@@ -83,7 +80,6 @@ __all__ = [
     "FITTED",
     "FITTED_COMMAND",
     "INITIAL",
-    "StiffFlopModel",
     "chamber_angles_deg",
     "predict_tip",
     "recording_inputs",
@@ -211,129 +207,6 @@ def recording_inputs(rec: Recording, *, smooth: bool | str = True):
     return rec.times, f(rec.pressures), load
 
 
-class StiffFlopModel(AbstractImplicitModel):
-    """A :class:`~jaxrod.models.pcs.PCSModel` (chambers, tip body) plus a measured load at the
-    tracked tip point, ``sensor_length`` [m] beyond the rod tip on its axis.
-
-    Attributes:
-        pcs: the rod model (gravity, chambers, tip body).
-        load: ``SampledMotion`` of ``(T, 6)`` world ``[moment; force]`` [N m, N] at the tip point
-            (dead: fixed in the world), or ``None``.
-        sensor_length: l_m3 [m] (static).
-    """
-
-    pcs: PCSModel
-    load: SampledMotion | None
-    sensor_length: float = eqx.field(static=True)
-    stretch_update: bool | str = eqx.field(static=True, default=False)
-    chamber_growth: jax.Array | None = None
-    damping_power: jax.Array | None = None
-
-    def __check_init__(self):
-        from ..models.pcs.nonlinear import STRETCH_LAWS
-
-        if self.stretch_update not in (False, True) + STRETCH_LAWS:
-            raise ValueError(f"StiffFlopModel: stretch_update must be False, True (= 'tmtdyn') or one of "
-                             f"{STRETCH_LAWS}, got {self.stretch_update!r}")
-        for name in ("chamber_growth", "damping_power"):
-            x = getattr(self, name)
-            if x is None or is_traced(x):
-                continue
-            x = float(np.asarray(x))
-            if not np.isfinite(x):
-                raise ValueError(f"StiffFlopModel: {name} must be finite, got {x}")
-            if name == "damping_power" and x < 1.0:
-                raise ValueError(f"StiffFlopModel: damping_power (nu) must be >= 1 (the power law's "
-                                 f"derivative at rest is singular below 1), got {x}")
-        if self.extended and self.pcs.tendons:
-            raise ValueError("StiffFlopModel: the nonlinear options support chambers, not tendons")
-
-    @property
-    def extended(self) -> bool:
-        """True when an option of :mod:`jaxrod.models.pcs.nonlinear` is on (static)."""
-        return bool(self.stretch_update) or self.chamber_growth is not None or self.damping_power is not None
-
-    def tip_point(self, q):
-        """``(3,)`` world position [m] of the tracked tip point."""
-        R, p = self.pcs.segment_end_poses(q)
-        return p[-1] + self.sensor_length * R[-1][:, 0]
-
-    def residual(self, q, v, a, t, aux):
-        pcs = self.pcs
-        if self.load is not None:
-            # the measured load acts at the tip point: as a dead wrench at the rod tip, its moment
-            # gains the lever of the sensor, which turns with the tip (hence a function of q)
-            w = self.load(t)
-            R, _ = pcs.segment_end_poses(q)
-            lever = self.sensor_length * R[-1][:, 0]
-            at_tip = jnp.concatenate([w[:3] + jnp.cross(lever, w[3:]), w[3:]])
-            pcs = eqx.tree_at(lambda m: m.tip_wrench, pcs, pcs.tip_wrench + at_tip)
-        if not self.extended:
-            return pcs.residual(q, v, a, t, aux)
-        return self._extended_residual(pcs, q, v, a, t)
-
-    def _extended_residual(self, pcs, q, v, a, t):
-        """The PCS residual with the options of :mod:`jaxrod.models.pcs.nonlinear`: inertia,
-        gravity and tip loads as in :meth:`PCSModel.residual`; elastic, viscous and chamber forces
-        with the stretch update, power-law damping and pressure-grown chambers."""
-        from ..models.pcs.nonlinear import chamber_area_factor, power_law_rates, stretch_factors
-
-        rod = pcs.rod
-        n = int(rod.n_segments)
-        ell = rod.segment_lengths
-        xis, xid = pcs.strains(q), pcs.strain_rates(v)
-        if self.stretch_update:
-            law = "tmtdyn" if self.stretch_update is True else self.stretch_update
-            k_fac, arm = stretch_factors(xis[:, 3], law)
-        else:
-            k_fac, arm = jnp.ones((n, 6)), jnp.ones(n)
-        rate = xid if self.damping_power is None else power_law_rates(xid, self.damping_power, rod.length)
-        w = ell[:, None] * (k_fac * rod.stiffness_density * (xis - rod.rest_strain) + rod.damping_density * rate)
-        r = pcs.generalized_forces(q, v, a) + (w @ pcs.basis.B).reshape(-1)
-        if pcs.chambers:
-            tau = jnp.zeros(3)
-            f = jnp.zeros(())
-            for c in pcs.chambers:
-                P = c.pressure_at(t)
-                PA = P * c.area
-                if self.chamber_growth is not None:
-                    PA = PA * chamber_area_factor(P, self.chamber_growth)
-                tau = tau + PA * jnp.stack([jnp.zeros(()), c.offset[1], -c.offset[0]])
-                f = f + PA
-            # per segment: the moment arms shrink with the stretch (arm), the axial force does not
-            Q = ell[:, None] * jnp.concatenate(
-                [arm[:, None] * tau[None, :], jnp.broadcast_to(jnp.stack([f, 0.0 * f, 0.0 * f]), (n, 3))], axis=1)
-            r = r - pcs.load_factor * (Q @ pcs.basis.B).reshape(-1)
-        return r
-
-    def with_load_factor(self, s):
-        return eqx.tree_at(lambda m: m.pcs, self, self.pcs.with_load_factor(s))
-
-    def fixed_mask(self):
-        return self.pcs.fixed_mask()
-
-    def prescribed(self, t):
-        return self.pcs.prescribed(t)
-
-    def init_aux(self, q):
-        return None
-
-    def update_aux(self, q, aux):
-        return aux
-
-    def default_linear_solver(self):
-        return self.pcs.default_linear_solver()
-
-    def initial_state(self):
-        return self.pcs.initial_state()
-
-    @jit_when_eager
-    def observe(self, q, v, aux):
-        """``positions``: the rod centreline and, last, the tip point (``Trajectory.tip``)."""
-        p = self.pcs.observe(q, v, aux)["positions"]
-        return {"positions": jnp.concatenate([p, self.tip_point(q)[None]], axis=0)}
-
-
 def stiff_flop_model(
     times,
     pressures,
@@ -348,8 +221,12 @@ def stiff_flop_model(
     chamber_growth=None,
     damping_power=None,
     stretch_update: bool | str = False,
-) -> StiffFlopModel:
-    """The actuated module (module docstring).
+) -> PCSModel:
+    """The actuated module (module docstring): a :class:`~jaxrod.models.pcs.PCSModel` with six
+    chambers, the tip sensor as a tip body, the tracked tip point ``sensor_length`` beyond the rod
+    tip on its axis (``tip_offset``: ``Trajectory.tip``, ``model.tip_point``) and there the
+    measured load as a world-frame :class:`~jaxrod.models.pcs.PointWrench` (dead: fixed in the
+    world; its lever turns with the tip).
 
     Args:
         times: ``(T,)`` sample times [s]; pressures: ``(T, 3)`` gauge pressures of pairs p0, p1, p2
@@ -404,12 +281,12 @@ def stiff_flop_model(
         # solid cylinder about its centre; local x is its axis
         I_axial, I_trans = m3 * rf**2 / 2, m3 * (3 * rf**2 + l3**2) / 12
         body = TipBody(m3, (l3 / 2, 0.0, 0.0), np.diag([I_axial, I_trans, I_trans]))
-    pcs = PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers,
-                   section_radius=s["outer_radius"])
-    motion = None if load is None else SampledMotion(times, load)
-    opt = lambda x: None if x is None else jnp.asarray(x, dtype=float)  # noqa: E731
-    return StiffFlopModel(pcs, motion, float(s["sensor_length"]), stretch_update, opt(chamber_growth),
-                          opt(damping_power))
+    tip_point = jnp.asarray([float(s["sensor_length"]), 0.0, 0.0])
+    wrenches = () if load is None else (PointWrench(SampledMotion(times, load), offset=tip_point),)
+    options = NonlinearOptions(stretch_update, chamber_growth, damping_power)
+    return PCSModel(rod, gravity=s["gravity"], base_rotation=BASE_ROTATION, tip_body=body, chambers=chambers,
+                    section_radius=s["outer_radius"], point_wrenches=wrenches, tip_offset=tip_point,
+                    nonlinear=options if options.active else None)
 
 
 def rest_tip() -> np.ndarray:

@@ -107,6 +107,24 @@ class CosseratRod(eqx.Module):
             shear_modulus = youngs_modulus / (2.0 * (1.0 + poisson_ratio))
         r = jnp.asarray(radius, dtype=float)
         i = jnp.pi * r**4 / 4
+        return cls._build(length, jnp.pi * r**2, jnp.stack([i, i, 2 * i]), youngs_modulus, shear_modulus, density,
+                          drag, damping_se, damping_bt, u_star)
+
+    @classmethod
+    def from_section(cls, length: float, material, section, *, drag=0.0, damping_se=0.0, damping_bt=0.0,
+                     u_star=(0.0, 0.0, 0.0)) -> CosseratRod:
+        """A rod of a :class:`~jaxrod.models.section.Material` and a
+        :class:`~jaxrod.models.section.CrossSection` (axis local z, section axes ``d1, d2`` =
+        local x, y: ``second_moments = (I_1, I_2, J)``); the other arguments as :meth:`circular`."""
+        from ..section import check_section_args
+
+        check_section_args(material, section)
+        check_positive("length", length, "m")
+        return cls._build(length, section.area, section.moments_axis_last(), material.youngs_modulus,
+                          material.shear_modulus, material.density, drag, damping_se, damping_bt, u_star)
+
+    @classmethod
+    def _build(cls, length, area, moments, E, G, rho, drag, damping_se, damping_bt, u_star):
         def vec(name, x, unit):  # a scalar (isotropic) or (3,)
             if not is_traced(x) and np.shape(as_floats(name, x, unit)) not in ((), (3,)):
                 raise ValueError(f"{name} [{unit}] must be a scalar or 3 numbers (local frame), got shape {np.shape(x)}")
@@ -114,11 +132,11 @@ class CosseratRod(eqx.Module):
 
         return cls(
             length=float(length),
-            area=jnp.pi * r**2,
-            second_moments=jnp.stack([i, i, 2 * i]),
-            youngs_modulus=jnp.asarray(youngs_modulus, dtype=float),
-            shear_modulus=jnp.asarray(shear_modulus, dtype=float),
-            density=jnp.asarray(density, dtype=float),
+            area=area,
+            second_moments=moments,
+            youngs_modulus=jnp.asarray(E, dtype=float),
+            shear_modulus=jnp.asarray(G, dtype=float),
+            density=jnp.asarray(rho, dtype=float),
             drag=vec("drag", drag, "kg/m^2"),
             damping_se=vec("damping_se", damping_se, "N s"),
             damping_bt=vec("damping_bt", damping_bt, "N m^2 s"),

@@ -33,6 +33,20 @@ from ...validation import (
 from .frames import curvature_binormal, edges, initial_frames, material_curvatures
 
 
+def _from_section(material, section, *given):
+    """``(E, G, rho, radius)`` of a :class:`~jaxrod.models.section.Material` and a circular
+    :class:`~jaxrod.models.section.CrossSection` (DER rods are circular)."""
+    from ..section import check_section_args
+
+    check_section_args(material, section)
+    if any(x is not None for x in given):
+        raise TypeError("DERRod: give material= and section=, or youngs_modulus, shear_modulus, density and "
+                        "radius, not both")
+    if section.radius is None:
+        raise ValueError("DERRod: section must be circular (CrossSection.circular): DER rods have a radius")
+    return material.youngs_modulus, material.shear_modulus, material.density, section.radius
+
+
 class DERRod(eqx.Module):
     """One discrete elastic rod (array leaves are differentiable parameters).
 
@@ -134,14 +148,16 @@ class DERRod(eqx.Module):
         cls,
         points,
         *,
-        youngs_modulus,
-        density,
-        radius,
+        youngs_modulus=None,
+        density=None,
+        radius=None,
         rest=None,
         poisson_ratio=0.5,
         shear_modulus=None,
         natural_curvature=None,
         natural_twist=None,
+        material=None,
+        section=None,
     ) -> DERRod:
         """Rod with node positions ``points`` ``(N, 3)`` [m] (rest lengths from them) and a rest
         shape chosen by ``rest``.
@@ -164,11 +180,20 @@ class DERRod(eqx.Module):
             shear_modulus: G [Pa] > 0, overrides ``poisson_ratio``.
             natural_curvature: ``(N-2, 2)``, same as ``rest=natural_curvature``.
             natural_twist: ``(N-2,)`` [rad]; default 0.
+            material, section: a :class:`~jaxrod.models.section.Material` and a circular
+                :class:`~jaxrod.models.section.CrossSection`, in place of the four material and
+                section keywords.
 
         Raises:
             ValueError: when neither ``rest`` nor ``natural_curvature`` is given, when both are,
                 or when ``rest`` is none of the choices above.
         """
+        if material is not None or section is not None:
+            youngs_modulus, shear_modulus, density, radius = _from_section(
+                material, section, youngs_modulus, shear_modulus, density, radius)
+        for name, x in (("youngs_modulus", youngs_modulus), ("density", density), ("radius", radius)):
+            if x is None:
+                raise TypeError(f"DERRod: {name} is required (or material= and section=)")
         pts = jnp.asarray(points, dtype=float)
         check_shape("points", pts, (None, 3))
         if pts.shape[0] < 3:

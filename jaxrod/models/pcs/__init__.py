@@ -8,6 +8,9 @@ model.py: recursive inverse dynamics and the implicit model
 (:class:`PCSModel`) used with :func:`jaxrod.simulate` (Newmark-beta) and :func:`jaxrod.solve_static`.
 actuation.py: the generalised forces of pressure chambers (:class:`Chamber`, the shooting model's
 class, pressure control) from the work of the pressure on the chamber volume.
+loads.py: :class:`PointWrench`, a time-varying wrench at a body-fixed point (world or body frame).
+nonlinear.py: TMTDyn's nonlinear options (:class:`NonlinearOptions`: stretch update, growing
+chambers, power-law damping).
 cmtm.py: the paper's CMTM analytic gradients of the inverse dynamics (d tau / d q, d q_dot, d q_ddot)
 and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newton Jacobians.
 """
@@ -15,7 +18,9 @@ and the Newmark Newton matrix; ``PCSModel(jacobian="cmtm")`` uses them for Newto
 from ...actuation.chambers import Chamber
 from .actuation import chamber_forces
 from .cmtm import cmtm_jacobians, inverse_dynamics_gradients, newmark_jacobian
+from .loads import PointWrench
 from .model import PCSModel, inverse_dynamics
+from .nonlinear import NonlinearOptions
 from .rod import PCSRod, TipBody
 from .kinematics import (
     STRAIN_MODES,
@@ -50,7 +55,9 @@ __all__ = [
     "chamber_forces",
     "STRAIN_MODES",
     "XI_STRAIGHT",
+    "NonlinearOptions",
     "PCSModel",
+    "PointWrench",
     "PCSPoses",
     "PCSRod",
     "StrainBasis",

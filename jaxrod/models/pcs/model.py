@@ -41,6 +41,8 @@ from ...validation import (
 from ...integrate.implicit import AbstractImplicitModel, State
 from .actuation import chamber_forces
 from .cmtm import cmtm_generalized_forces
+from .loads import PointWrench, check_point_wrenches, shift_wrench
+from .nonlinear import NonlinearOptions
 from .actuation import tendon_forces as pcs_tendon_forces
 from .rod import PCSRod, TipBody
 from .kinematics import (
@@ -48,6 +50,7 @@ from .kinematics import (
     StrainBasis,
     _gauss_legendre,
     ad,
+    exp_se3,
     expA_inv,
     forward_kinematics,
     point_twists,
@@ -60,7 +63,8 @@ from .kinematics import (
 
 
 def inverse_dynamics(
-    rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, tip_inertia=None, n_quad=4
+    rod: PCSRod, xis, xidots, xiddots, *, gravity_body=None, tip_wrench=None, tip_inertia=None, n_quad=4,
+    point_wrenches=(),
 ):
     """PCS recursive Newton-Euler inverse dynamics (spec sec. 3.6): generalised forces ``(n, 6)``.
 
@@ -73,6 +77,10 @@ def inverse_dynamics(
             frame origin (:attr:`TipBody.screw_inertia`); its inertial and gravity wrench
             ``M etadot - ad(eta)^T M eta`` loads the tip.
         n_quad: Gauss-Legendre points per segment.
+        point_wrenches: ``(i, x, W)`` triples: an external ``[moment; force]`` ``W (6,)`` [N m, N]
+            on segment ``i`` (static) at local coordinate ``0 < x <= ell_i`` [m], components in
+            the section frame there, about the centreline; it enters the segment's sums as a
+            quadrature node of weight 1 does (at the tip, ``tip_wrench`` is the same load).
     """
     dt = xis.dtype
     lengths = rod.segment_lengths.astype(dt)
@@ -94,6 +102,9 @@ def inverse_dynamics(
     C_q = tangent_C(tile(xis), x)
     f_loc = jnp.einsum("nqji,nqj,nq->ni", Ainv_q, F, wq)  # sum_g w A^-T F
     tau_loc = jnp.einsum("nqji,nqj,nq->ni", C_q, F, wq)
+    for i, xp, W in point_wrenches:  # an external load is -F
+        f_loc = f_loc.at[i].add(-(expA_inv(xis[i], xp).T @ W))
+        tau_loc = tau_loc.at[i].add(-(tangent_C(xis[i], xp).T @ W))
     Ainv_end = expA_inv(xis, lengths)
     C_end = tangent_C(xis, lengths)
     f_tip = jnp.zeros(6, dt) if tip_wrench is None else -tip_wrench
@@ -135,6 +146,15 @@ class PCSModel(AbstractImplicitModel):
             (:mod:`jaxrod.models.pcs.actuation`), scaled by ``load_factor``.
         section_radius: radius [m] holding the tendon channels and the chambers (``None``: the
             equivalent radius ``sqrt(area / pi)`` of the backbone); checked at construction.
+        point_wrenches: tuple of :class:`~jaxrod.models.pcs.loads.PointWrench`: time-varying
+            wrenches at body-fixed points (world or body frame), scaled by ``load_factor``
+            (autodiff Jacobian only).
+        tip_offset: ``(3,)`` a body-fixed point in the tip frame [m] (a tool or sensor), or
+            ``None``: :meth:`tip_point` is its world position and :meth:`observe` appends it to
+            ``positions`` (so ``Trajectory.tip`` is that point; not for a rod of a
+            :class:`~jaxrod.system.HybridSystem`, which lays out the centreline samples only).
+        nonlinear: :class:`~jaxrod.models.pcs.nonlinear.NonlinearOptions` (TMTDyn's stretch
+            update, growing chambers, power-law damping) or ``None``: the linear model.
     """
 
     trace_residual_once = True  # see jaxrod.integrate.implicit: the recursion is slow to trace
@@ -153,6 +173,10 @@ class PCSModel(AbstractImplicitModel):
     chambers: tuple = eqx.field(converter=one_or_many, default=())
     tendons: tuple = eqx.field(converter=one_or_many, default=())
     section_radius: jax.Array | None = None
+    point_wrenches: tuple = eqx.field(converter=one_or_many, default=())
+    tip_offset: jax.Array | None = eqx.field(
+        converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None)
+    nonlinear: NonlinearOptions | None = None
 
     def __check_init__(self):
         if not isinstance(self.rod, PCSRod):
@@ -178,6 +202,17 @@ class PCSModel(AbstractImplicitModel):
             raise TypeError(f"tip_body must be a TipBody or None, got {type(self.tip_body).__name__}")
         if self.tip_body is not None and self.jacobian == "cmtm":
             raise ValueError("tip_body is supported with jacobian='autodiff' only (the CMTM gradients omit it)")
+        check_point_wrenches(self.point_wrenches, self.rod.length)
+        if self.point_wrenches and self.jacobian == "cmtm":
+            raise ValueError("point_wrenches are supported with jacobian='autodiff' only (the CMTM gradients omit them)")
+        if self.tip_offset is not None:
+            check_shape("tip_offset", self.tip_offset, (3,))
+            check_finite("tip_offset", self.tip_offset)
+        if self.nonlinear is not None:
+            if not isinstance(self.nonlinear, NonlinearOptions):
+                raise TypeError(f"nonlinear must be a NonlinearOptions or None, got {type(self.nonlinear).__name__}")
+            if self.nonlinear.active and self.tendons:
+                raise ValueError("nonlinear: the nonlinear options support chambers, not tendons")
         if not isinstance(self.chambers, tuple):
             raise TypeError(f"chambers must be a tuple of Chamber, got {type(self.chambers).__name__}")
         if not is_traced(self.base_rotation):
@@ -220,32 +255,75 @@ class PCSModel(AbstractImplicitModel):
     def strain_rates(self, v):
         return self.basis.strain_rate(v.reshape(int(self.rod.n_segments), self.n_modes))
 
+    def tip_point(self, q):
+        """``(3,)`` world position [m] of the tip point ``tip_offset`` (the tip itself when
+        ``None``) at coordinates ``q (n m,)``."""
+        R, p = self.segment_end_poses(q)
+        return p[-1] if self.tip_offset is None else p[-1] + R[-1] @ self.tip_offset
+
     def with_load_factor(self, s):
-        """The same model with gravity, tip wrench and tendon tensions scaled by ``s`` (static
-        continuation)."""
+        """The same model with gravity, tip wrench, point wrenches, chamber pressures and tendon
+        tensions scaled by ``s`` (static continuation)."""
         return eqx.tree_at(lambda m: m.load_factor, self, jnp.asarray(s, dtype=float))
 
     # ---- physics -----------------------------------------------------------------------------------
-    def generalized_forces(self, q, v, a):
-        """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench included)."""
+    def generalized_forces(self, q, v, a, t=None):
+        """``(n m,)`` inverse-dynamics forces ``B^T ID(q, qd, qdd)`` (gravity and tip wrench
+        included; the point wrenches at time ``t`` [s] when it is given)."""
         if self.jacobian == "cmtm":
             return cmtm_generalized_forces(self, q, v, a)
-        return self._generalized_forces_autodiff(q, v, a)
+        return self._generalized_forces_autodiff(q, v, a, t)
 
-    def _generalized_forces_autodiff(self, q, v, a):
+    def _generalized_forces_autodiff(self, q, v, a, t=None):
         xis, xid, xidd = self.strains(q), self.strain_rates(v), self.strain_rates(a)
         Rb = self.base_rotation
         g_body = self.load_factor * (Rb.T @ self.gravity)
         # the dead tip wrench is given in the world frame: rotate it into the tip frame
         poses = forward_kinematics(xis, self.rod.segment_lengths, (Rb, self.base_position), 1)
         Rt = poses.R_frames[-1]
-        w = self.load_factor * self.tip_wrench
+        w, tip_body_frame, inside = self._point_loads(xis, poses, t)
+        w = self.load_factor * w
         tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
+        if tip_body_frame is not None:
+            tip = tip + self.load_factor * tip_body_frame
         M_tip = None if self.tip_body is None else self.tip_body.screw_inertia
         tau = inverse_dynamics(
-            self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, tip_inertia=M_tip, n_quad=self.n_quad
+            self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, tip_inertia=M_tip, n_quad=self.n_quad,
+            point_wrenches=[(i, x, self.load_factor * W) for i, x, W in inside],
         )
         return (tau @ self.basis.B).reshape(-1)
+
+    def _point_loads(self, xis, poses, t):
+        """The point wrenches at time ``t`` (none when ``t`` is ``None``) sorted for the
+        recursion: ``(world tip wrench (6,) about the tip, tip tip wrench in the tip frame (6,) or
+        None, [(segment, x, section-frame wrench (6,))])``, with the model's ``tip_wrench``
+        included in the first (see :mod:`jaxrod.models.pcs.loads`)."""
+        w, body, inside = self.tip_wrench, None, []
+        if t is None:
+            return w, body, inside
+        n = int(self.rod.n_segments)
+        ell = self.rod.segment_lengths
+        for pw in self.point_wrenches:
+            i, x = pw.locate(self.rod.length, n)
+            W = pw.value(t)
+            if i == n - 1 and x is None:  # at the tip: the recursion's boundary wrench
+                R = poses.R_frames[-1]
+                if pw.frame == "world":
+                    w = w + shift_wrench(W, R @ pw.offset)
+                else:
+                    W = shift_wrench(W, pw.offset)
+                    body = W if body is None else body + W
+                continue
+            x = ell[i] if x is None else x
+            Rl, _ = exp_se3(xis[i], x)
+            R = poses.R_frames[i] @ Rl
+            if pw.frame == "world":
+                W = shift_wrench(W, R @ pw.offset)
+                W = jnp.concatenate([R.T @ W[:3], R.T @ W[3:]])
+            else:
+                W = shift_wrench(W, pw.offset)
+            inside.append((i, x, W))
+        return w, body, inside
 
     def internal_forces(self, q, v):
         """``(n m,)`` elastic + viscous forces ``B^T [K (xi - xi*) + D xidot]``."""
@@ -255,7 +333,9 @@ class PCSModel(AbstractImplicitModel):
         return (w @ self.basis.B).reshape(-1)
 
     def residual(self, q, v, a, t, aux):
-        r = self.generalized_forces(q, v, a) + self.internal_forces(q, v)
+        if self.nonlinear is not None and self.nonlinear.active:
+            return self.nonlinear.residual(self, q, v, a, t)
+        r = self.generalized_forces(q, v, a, t) + self.internal_forces(q, v)
         if self.chambers:
             Q = chamber_forces(self.chambers, t, self.rod.segment_lengths)
             r = r - self.load_factor * (Q @ self.basis.B).reshape(-1)
@@ -312,8 +392,13 @@ class PCSModel(AbstractImplicitModel):
 
     @jit_when_eager
     def observe(self, q, v, aux):
+        """``positions``: ``(n k + 1, 3)`` centreline samples [m] (``k = points_per_segment``),
+        then the tip point when ``tip_offset`` is set (``Trajectory.tip``)."""
         poses = forward_kinematics(
             self.strains(q), self.rod.segment_lengths, (self.base_rotation, self.base_position),
             int(self.points_per_segment),
         )
-        return {"positions": poses.p}
+        if self.tip_offset is None:
+            return {"positions": poses.p}
+        tip = poses.p_frames[-1] + poses.R_frames[-1] @ self.tip_offset
+        return {"positions": jnp.concatenate([poses.p, tip[None]], axis=0)}

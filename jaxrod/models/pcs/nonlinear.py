@@ -1,6 +1,6 @@
 """Optional nonlinear effects of a PCS rod, after TMTDyn (spec seed004 sections 6.2-6.4, 9.3), as
-pure functions of the segment strains (used by :class:`jaxrod.scenes.stiff_flop.StiffFlopModel`;
-the linear PCS model of :mod:`jaxrod.models.pcs.model` is unchanged).
+pure functions of the segment strains, switched on in a :class:`~jaxrod.models.pcs.PCSModel` by
+``nonlinear=NonlinearOptions(...)`` (:class:`NonlinearOptions`; the STIFF-FLOP scene's options).
 
 Strains are PCS strains per unit *reference* length, ``xi = [u; v]`` (angular first, local x the
 rod axis), so ``lambda = v_1`` is the axial stretch (1 at rest).
@@ -46,9 +46,14 @@ rod axis), so ``lambda = v_1`` is the axial stretch (1 at rest).
 
 from __future__ import annotations
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 
-__all__ = ["STRETCH_LAWS", "chamber_area_factor", "power_law_rates", "stretch_factors"]
+from ...validation import is_traced
+
+__all__ = ["STRETCH_LAWS", "NonlinearOptions", "chamber_area_factor", "power_law_rates", "stretch_factors"]
 
 
 STRETCH_LAWS = ("tmtdyn", "neo-hookean")
@@ -87,3 +92,73 @@ def power_law_rates(xid, power, length):
     safe = jnp.where(mag > 0, mag, 1.0)
     scale = jnp.where(mag > 0, jnp.exp((power - 1.0) * jnp.log(safe)), jnp.where(power == 1.0, 1.0, 0.0))
     return xid * scale
+
+
+class NonlinearOptions(eqx.Module):
+    """The nonlinear options of a :class:`~jaxrod.models.pcs.PCSModel` (module docstring); all off:
+    the linear model.
+
+    Attributes:
+        stretch_update: ``False``, ``True``/``"tmtdyn"`` (TMTDyn's hyperelastic/braid stretch
+            update) or ``"neo-hookean"`` (static).
+        chamber_growth: beta [1/Pa]: cap area ``a_p (1 + beta P)``; ``None``: constant area.
+        damping_power: nu >= 1 of the power-law damping; ``None``: linear Kelvin-Voigt.
+    """
+
+    stretch_update: bool | str = eqx.field(static=True, default=False)
+    chamber_growth: jax.Array | None = eqx.field(
+        converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None)
+    damping_power: jax.Array | None = eqx.field(
+        converter=lambda x: None if x is None else jnp.asarray(x, dtype=float), default=None)
+
+    def __check_init__(self):
+        if self.stretch_update not in (False, True) + STRETCH_LAWS:
+            raise ValueError(f"NonlinearOptions: stretch_update must be False, True (= 'tmtdyn') or one of "
+                             f"{STRETCH_LAWS}, got {self.stretch_update!r}")
+        for name in ("chamber_growth", "damping_power"):
+            x = getattr(self, name)
+            if x is None or is_traced(x):
+                continue
+            x = float(np.asarray(x))
+            if not np.isfinite(x):
+                raise ValueError(f"NonlinearOptions: {name} must be finite, got {x}")
+            if name == "damping_power" and x < 1.0:
+                raise ValueError(f"NonlinearOptions: damping_power (nu) must be >= 1 (the power law's "
+                                 f"derivative at rest is singular below 1), got {x}")
+
+    @property
+    def active(self) -> bool:
+        """True when an option is on (static)."""
+        return bool(self.stretch_update) or self.chamber_growth is not None or self.damping_power is not None
+
+    def residual(self, model, q, v, a, t):
+        """The residual of ``model`` (a ``PCSModel`` with chambers, no tendons) with these options:
+        inertia, gravity and external loads as in ``PCSModel.residual``; elastic, viscous and
+        chamber forces with the stretch update, power-law damping and pressure-grown chambers."""
+        rod = model.rod
+        n = int(rod.n_segments)
+        ell = rod.segment_lengths
+        xis, xid = model.strains(q), model.strain_rates(v)
+        if self.stretch_update:
+            law = "tmtdyn" if self.stretch_update is True else self.stretch_update
+            k_fac, arm = stretch_factors(xis[:, 3], law)
+        else:
+            k_fac, arm = jnp.ones((n, 6)), jnp.ones(n)
+        rate = xid if self.damping_power is None else power_law_rates(xid, self.damping_power, rod.length)
+        w = ell[:, None] * (k_fac * rod.stiffness_density * (xis - rod.rest_strain) + rod.damping_density * rate)
+        r = model.generalized_forces(q, v, a, t) + (w @ model.basis.B).reshape(-1)
+        if model.chambers:
+            tau = jnp.zeros(3)
+            f = jnp.zeros(())
+            for c in model.chambers:
+                P = c.pressure_at(t)
+                PA = P * c.area
+                if self.chamber_growth is not None:
+                    PA = PA * chamber_area_factor(P, self.chamber_growth)
+                tau = tau + PA * jnp.stack([jnp.zeros(()), c.offset[1], -c.offset[0]])
+                f = f + PA
+            # per segment: the moment arms shrink with the stretch (arm), the axial force does not
+            Q = ell[:, None] * jnp.concatenate(
+                [arm[:, None] * tau[None, :], jnp.broadcast_to(jnp.stack([f, 0.0 * f, 0.0 * f]), (n, 3))], axis=1)
+            r = r - model.load_factor * (Q @ model.basis.B).reshape(-1)
+        return r

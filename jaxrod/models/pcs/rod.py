@@ -100,6 +100,23 @@ class PCSRod(eqx.Module):
                          viscosity, rest_strain)
 
     @classmethod
+    def from_section(cls, length, n_segments, material, section, *, viscosity=0.0, rest_strain=None) -> PCSRod:
+        """A rod of a :class:`~jaxrod.models.section.Material` and a
+        :class:`~jaxrod.models.section.CrossSection` (section axes ``d1, d2`` = local y, z:
+        ``second_moments = (J, I_1, I_2)``); ``viscosity`` [Pa s], ``rest_strain`` as the class."""
+        from ..section import check_section_args
+
+        check_section_args(material, section)
+        n = check_int("n_segments", n_segments, min=1)
+        check_finite_scalar("length", length, "m")
+        xi_ref = np.tile(XI_STRAIGHT, (int(n), 1)) if rest_strain is None else rest_strain
+        return cls(
+            length=float(length), n_segments=int(n), area=section.area, second_moments=section.moments_axis_first(),
+            youngs_modulus=material.youngs_modulus, shear_modulus=material.shear_modulus, density=material.density,
+            viscosity=jnp.asarray(viscosity, dtype=float), rest_strain=jnp.asarray(xi_ref, dtype=float),
+        )
+
+    @classmethod
     def _make(cls, length, n, area, moments, E, rho, nu, mu, rest_strain):
         n = check_int("n_segments", n, min=1)
         check_finite_scalar("length", length, "m")

@@ -53,6 +53,18 @@ class RodSection(eqx.Module):
         check_positive("RodSection.second_moments", self.second_moments, "m^4")
 
     @classmethod
+    def from_section(cls, length, material, section) -> RodSection:
+        """A rod of a :class:`~jaxrod.models.section.Material` and a
+        :class:`~jaxrod.models.section.CrossSection` (axis local z, section axes ``d1, d2`` =
+        local x, y: ``second_moments = (I_1, I_2, J)``)."""
+        from ..section import check_section_args
+
+        check_section_args(material, section)
+        check_finite_scalar("length", length, "m")
+        return cls(float(length), section.area, section.moments_axis_last(), material.youngs_modulus,
+                   material.shear_modulus, material.density)
+
+    @classmethod
     def circular(cls, length, radius, *, youngs_modulus, density, poisson_ratio=0.5) -> RodSection:
         """Solid circular section of ``radius`` [m]; ``G = E / (2 (1 + poisson_ratio))`` (TMTDyn:
         incompressible, ``G = E/3``)."""

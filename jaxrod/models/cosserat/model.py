@@ -589,14 +589,17 @@ class CosseratModel(eqx.Module):
         n = int(self.n_points)
         return jnp.zeros((n, self.w_size)), jnp.zeros((n - 1, self.n_stages, self.w_size))
 
-    def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False):
         """See :meth:`_integrate` (same arguments and results). Called through one cached jitted
         function, so that the many places a step traces the sweep (residual, Jacobian, line
         search, implicit-differentiation tangent, the static solve) reuse one traced program
-        instead of re-tracing it: tracing, not XLA, was most of a first run's cost."""
-        return _integrate_jit(self, x, jnp.asarray(t, dtype=float), P, wh, jnp.asarray(load_factor, dtype=float))
+        instead of re-tracing it: tracing, not XLA, was most of a first run's cost.
+        ``roll_stages``: evaluate the RK4 stages as a loop over one rhs (:data:`RK4_NODES`; same
+        results, a program a quarter the size, slower for a plain rod; always so with tendons)."""
+        return _integrate_jit(self, x, jnp.asarray(t, dtype=float), P, wh, jnp.asarray(load_factor, dtype=float),
+                              bool(roll_stages))
 
-    def _integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def _integrate(self, x, t, P: StepConstants, wh, load_factor=1.0, roll_stages=False):
         """Integrate from the base (and, with ``segments > 1``, from each guessed segment start)
         with shooting unknowns ``x`` at time ``t``.
 
@@ -646,7 +649,9 @@ class CosseratModel(eqx.Module):
         rk4 = self.integrator == "rk4"
         routings = [td.routing for td in self.tendons]
         interior_ends = bool(self.tendons) and min(self._termination_nodes()) < n_int
-        roll_stages = bool(self.tendons)  # RK4_NODES: only where the rhs is large enough to pay the loop
+        # RK4_NODES: where the rhs is large enough to pay the loop (tendons), or on request (the
+        # static solves, which run once: a smaller program matters more than its speed there)
+        roll_stages = bool(roll_stages) or bool(self.tendons)
 
         def anchor(y, whm, sk, taus):
             """``y`` with the point loads of the tendons anchored here (tensions ``taus``), from
@@ -722,7 +727,7 @@ class CosseratModel(eqx.Module):
         # run 19.1 -> 14.3 s CPU; results equal to round-off, 2e-14 relative after 3 steps). Not
         # for inlined RK4 (the Till benchmark compiled no faster and ran 6-10% slower) nor Euler
         # (stewart-gough: no measurable change); y1 = y there, the stages after the first unused
-        tip_in_scan = roll_stages and K == 1
+        tip_in_scan = bool(self.tendons) and K == 1
         if tip_in_scan:
             taus_, anchored_, whm_, act_ = tendon
             tip_row = (jnp.zeros(1, ds.dtype), wh_nodes[-1:], wh_stages[-1:], jnp.zeros((1, 6), jmp.dtype), s[-1:],
@@ -780,11 +785,11 @@ class CosseratModel(eqx.Module):
         m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w)) + _cross(c, pull)
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
-    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False):
         """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, the
         volume residual of each chamber with solved pressure, then per length tendon the length
         mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
-        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor)
+        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor, roll_stages=roll_stages)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
         res = [continuity.ravel(), tip]
         if self._n_pressure_unknowns:
@@ -838,5 +843,5 @@ class CosseratModel(eqx.Module):
 
 
 @eqx.filter_jit
-def _integrate_jit(model, x, t, P, wh, load_factor):
-    return model._integrate(x, t, P, wh, load_factor)
+def _integrate_jit(model, x, t, P, wh, load_factor, roll_stages):
+    return model._integrate(x, t, P, wh, load_factor, roll_stages)

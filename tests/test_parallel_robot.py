@@ -25,6 +25,7 @@ from jaxrod.models.cosserat.parallel import (
     StewartGough,
     solve_inverse_static,
     solve_static_parallel,
+    static_state_from,
     stewart_gough_pattern,
 )
 from jaxrod.integrate.schemes import DifferenceFormula
@@ -243,6 +244,12 @@ def test_inverse_kinematics_round_trip(home, path):
     L = lengths[k]
     np.testing.assert_allclose(L[[1, 5, 4]], L[[0, 2, 3]], rtol=1e-9)
     assert L[0] - L[2] > 5e-3  # the legs on the -x side... really differ from the others
+    # the pose and base loads of the inverse statics, evaluated at rest without a solve (the
+    # stewart-gough scene's start state), are that forward static state
+    plate = np.concatenate([P[k] / moved.reference_length, np.zeros(3)])
+    direct = static_state_from(moved, (plate, path[2][k]))
+    np.testing.assert_allclose(np.asarray(direct.legs), np.asarray(state.legs), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(direct.unknowns[1]), np.asarray(state.unknowns[1]), rtol=0, atol=1e-9)
 
 
 def test_static_jacobian_changes_sign_along_path(home, path):

@@ -51,6 +51,15 @@ from .rod import CosseratRod
 
 Y_SIZE = 19
 W_SIZE = 12
+#: RK4 stage nodes: stage ``i`` evaluates the rhs at ``y + RK4_NODES[i] ds k_{i-1}``, ``s + RK4_NODES[i] ds``.
+#: With tendons the sweep loops over the stages (``lax.scan`` of one rhs) instead of inlining four
+#: rhs calls per interval: every sweep copy in a program (residual, Jacobian, re-integration) is a
+#: quarter of the size, bit-identical results. Measured (2026-11-27, tendon-robot-step, 50 points,
+#: process CPU pinned to one core): first ``simulate`` 41.3 -> 19.1 s, 40 steps 0.144 -> 0.130 s
+#: (the tendon rhs is large: the loop costs less than the code it replaces). Not without tendons:
+#: the Till benchmark's plain rod rhs is small, its 200 steps ran 0.62 -> 0.97-1.07 s (loop
+#: overhead), for a first call 12.6 -> 7.6 s.
+RK4_NODES = np.array([0.0, 0.5, 0.5, 1.0])
 
 
 def _cross(a, b):
@@ -580,14 +589,17 @@ class CosseratModel(eqx.Module):
         n = int(self.n_points)
         return jnp.zeros((n, self.w_size)), jnp.zeros((n - 1, self.n_stages, self.w_size))
 
-    def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def integrate(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False):
         """See :meth:`_integrate` (same arguments and results). Called through one cached jitted
         function, so that the many places a step traces the sweep (residual, Jacobian, line
         search, implicit-differentiation tangent, the static solve) reuse one traced program
-        instead of re-tracing it: tracing, not XLA, was most of a first run's cost."""
-        return _integrate_jit(self, x, jnp.asarray(t, dtype=float), P, wh, jnp.asarray(load_factor, dtype=float))
+        instead of re-tracing it: tracing, not XLA, was most of a first run's cost.
+        ``roll_stages``: evaluate the RK4 stages as a loop over one rhs (:data:`RK4_NODES`; same
+        results, a program a quarter the size, slower for a plain rod; always so with tendons)."""
+        return _integrate_jit(self, x, jnp.asarray(t, dtype=float), P, wh, jnp.asarray(load_factor, dtype=float),
+                              bool(roll_stages))
 
-    def _integrate(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def _integrate(self, x, t, P: StepConstants, wh, load_factor=1.0, roll_stages=False):
         """Integrate from the base (and, with ``segments > 1``, from each guessed segment start)
         with shooting unknowns ``x`` at time ``t``.
 
@@ -637,6 +649,9 @@ class CosseratModel(eqx.Module):
         rk4 = self.integrator == "rk4"
         routings = [td.routing for td in self.tendons]
         interior_ends = bool(self.tendons) and min(self._termination_nodes()) < n_int
+        # RK4_NODES: where the rhs is large enough to pay the loop (tendons), or on request (the
+        # static solves, which run once: a smaller program matters more than its speed there)
+        roll_stages = bool(roll_stages) or bool(self.tendons)
 
         def anchor(y, whm, sk, taus):
             """``y`` with the point loads of the tendons anchored here (tensions ``taus``), from
@@ -670,14 +685,26 @@ class CosseratModel(eqx.Module):
                 y = anchor(y, whm, sj, flags * tensions_here(y))
             y = apply_jump(y, jump)
             lg = None if lengths_ is None else (act, *lengths_)
-            k1, z = self.rhs(y, wa, P, sj, taus, lg)
-            if rk4:
+            if rk4 and roll_stages:
+                # the four stages as a loop over one traced rhs (RK4_NODES), same arithmetic
+                def stage(k_prev, xs_s):
+                    wh_s, a = xs_s
+                    k, z_ = self.rhs(y + a * d * k_prev, wh_s, P, sj + a * d, taus, lg)
+                    return k, (k, z_)
+
+                _, (ks, zs4) = jax.lax.scan(stage, jnp.zeros_like(y), (jnp.concatenate([wa[None], wst]), RK4_NODES))
+                k1, k2, k3, k4 = ks[0], ks[1], ks[2], ks[3]
+                y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
+                z, zst = zs4[0], zs4[1:]
+            elif rk4:
+                k1, z = self.rhs(y, wa, P, sj, taus, lg)
                 k2, z2 = self.rhs(y + 0.5 * d * k1, wst[0], P, sj + 0.5 * d, taus, lg)
                 k3, z3 = self.rhs(y + 0.5 * d * k2, wst[1], P, sj + 0.5 * d, taus, lg)
                 k4, z4 = self.rhs(y + d * k3, wst[2], P, sj + d, taus, lg)
                 y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
                 zst = jnp.stack([z2, z3, z4])
             else:
+                k1, z = self.rhs(y, wa, P, sj, taus, lg)
                 y1 = y + d * k1
                 zst = jnp.zeros((0, self.w_size), y.dtype)
             return y1, (y, z, zst)
@@ -694,13 +721,29 @@ class CosseratModel(eqx.Module):
             s_start = jnp.concatenate([s_start, jnp.full(pad, s[-1])])
             tendon = tuple(jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)]) for a in tendon)
         per_interval = (ds, *whs, jmp, s_start, *tendon)
-        chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, per_seg, *a.shape[1:]), per_interval)
+        # with rolled stages and one segment, the tip's grid variables zN come from one more
+        # interval of length 0 whose first stage is the tip (its own history, the last interval's
+        # tensions): the sweep then holds one rhs copy instead of two (tendon-robot-step's first
+        # run 19.1 -> 14.3 s CPU; results equal to round-off, 2e-14 relative after 3 steps). Not
+        # for inlined RK4 (the Till benchmark compiled no faster and ran 6-10% slower) nor Euler
+        # (stewart-gough: no measurable change); y1 = y there, the stages after the first unused
+        tip_in_scan = bool(self.tendons) and K == 1
+        if tip_in_scan:
+            taus_, anchored_, whm_, act_ = tendon
+            tip_row = (jnp.zeros(1, ds.dtype), wh_nodes[-1:], wh_stages[-1:], jnp.zeros((1, 6), jmp.dtype), s[-1:],
+                       taus_[-1:], jnp.zeros_like(anchored_[-1:]), whm_[-1:], act_[-1:])
+            per_interval = tuple(jnp.concatenate([a, b]) for a, b in zip(per_interval, tip_row))
+        n_rows = per_seg + (1 if tip_in_scan else 0)
+        chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, n_rows, *a.shape[1:]), per_interval)
         ends, (ys, zs, zst) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
         continuity = (ends[:-1, :Y_SIZE] - starts[1:, :Y_SIZE]) / scale
-        yN = ends[-1]
+        yN = ys[-1, -1] if tip_in_scan else ends[-1]
         if self.tendons:  # tendons anchored at the tip: n(L+) = n(L-) - F (after zN: L- side)
-            lg = None if lengths_ is None else (tendon[3][n_int - 1], *lengths_)
-            _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg)
+            if tip_in_scan:
+                zN = zs[-1, -1]
+            else:
+                lg = None if lengths_ is None else (tendon[3][n_int - 1], *lengths_)
+                _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg)
             tip_taus = tensions_here(yN) * jnp.asarray(np.array(self._termination_nodes()) == n_int, dtype=float)
             yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
         else:
@@ -714,7 +757,7 @@ class CosseratModel(eqx.Module):
         yN = yN[:Y_SIZE]
         y = jnp.concatenate([ys[..., :Y_SIZE].reshape(-1, Y_SIZE)[:n_int], yN[None]])
         w = jnp.concatenate([zs.reshape(-1, self.w_size)[:n_int], zN[None]])
-        w_stages = zst.reshape(K * per_seg, self.n_stages, self.w_size)[:n_int]
+        w_stages = zst.reshape(K * n_rows, self.n_stages, self.w_size)[:n_int]
         RN = quat_to_rotation(yN[3:7])
         nL, mL = yN[7:10], yN[10:13]
         if local:
@@ -742,11 +785,11 @@ class CosseratModel(eqx.Module):
         m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w)) + _cross(c, pull)
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
-    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0):
+    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False):
         """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, the
         volume residual of each chamber with solved pressure, then per length tendon the length
         mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
-        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor)
+        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor, roll_stages=roll_stages)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
         res = [continuity.ravel(), tip]
         if self._n_pressure_unknowns:
@@ -800,5 +843,5 @@ class CosseratModel(eqx.Module):
 
 
 @eqx.filter_jit
-def _integrate_jit(model, x, t, P, wh, load_factor):
-    return model._integrate(x, t, P, wh, load_factor)
+def _integrate_jit(model, x, t, P, wh, load_factor, roll_stages):
+    return model._integrate(x, t, P, wh, load_factor, roll_stages)

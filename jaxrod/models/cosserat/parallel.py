@@ -42,6 +42,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from ...geometry import rotation_matrix, unskew
 from ...integrate.base import AbstractStepper
@@ -68,6 +69,10 @@ DEFAULT_SOLVER = NewtonSolver(
 #: Static solves (from :meth:`StewartGough.initial_guess` or a nearby solution; a
 #: Levenberg-Marquardt fallback would double the compile time).
 DEFAULT_STATIC_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=60, linear_solver=DenseJacobianSolver())
+#: Inverse statics along a path (:func:`solve_inverse_static`): the static tolerances, with chord
+#: steps on the factorisation carried from pose to pose (nearby poses, nearly the same Jacobian).
+DEFAULT_PATH_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=60, linear_solver=DenseJacobianSolver(),
+                                   reuse_jacobian=True)
 
 #: Till et al. sec. 5.1 / the authors' public code (spec 7.1 parameter table).
 PAPER = {
@@ -434,6 +439,18 @@ def _static_jit(robot: StewartGough, t, guess, solver):
     return robot.state_from(res.value, t, 0.0, robot.zero_history()), res
 
 
+@eqx.filter_jit
+def _state_jit(robot: StewartGough, x, t):
+    return robot.state_from(x, t, 0.0, robot.zero_history())
+
+
+def static_state_from(robot: StewartGough, x, t: float = 0.0) -> ParallelState:
+    """The :class:`ParallelState` at rest for unknowns ``x = (plate (6,), loads (6, 6))`` already
+    solved (e.g. a pose and the base loads of :func:`solve_inverse_static` with the lengths it
+    found): one evaluation of the legs, no Newton solve. The residual is not checked here."""
+    return _state_jit(robot, x, _f(t))
+
+
 def _check_converged(res, what, throw):
     if throw and not bool(res.converged):
         raise ConvergenceError(
@@ -465,16 +482,21 @@ def _ik_residual(robot: StewartGough, x, p, R):
 @eqx.filter_jit
 def _ik_path_jit(robot, positions, rotations, guess, solver):
     def body(carry, pr):
-        x, x_prev, k = carry
+        x, x_prev, k, fac, have_fac = carry
         # secant predictor from the second solved pose on: near the end of the paper's path the
         # lengths of legs 3, 4 steepen (Euler legs: towards a fold of the branch, which 100
         # Euler points reach at x ~ -0.185 m and 20 at -0.129 m)
         w = jnp.where(k >= 2, 1.0, 0.0)
         start = jax.tree_util.tree_map(lambda a, b: a + w * (a - b), x, x_prev)
-        res = newton_solve(lambda z, _: _ik_residual(robot, z, *pr), start, None, solver)
-        return (res.value, x, k + 1), (res.value, res.converged, res.residual_norm)
+        res = newton_solve(lambda z, _: _ik_residual(robot, z, *pr), start, None, solver,
+                           factorization=fac, have_factorization=have_fac)
+        if solver.reuse_jacobian:  # the next pose starts with chord steps on this factorisation
+            fac, have_fac = res.factorization, have_fac | (res.jacobians > 0)
+        return (res.value, x, k + 1, fac, have_fac), (res.value, res.converged, res.residual_norm)
 
-    _, (xs, conv, rn) = jax.lax.scan(body, (guess, guess, jnp.asarray(0)), (positions, rotations))
+    fac0 = placeholder_factorization(solver, ravel_pytree(guess)[0]) if solver.reuse_jacobian else None
+    init = (guess, guess, jnp.asarray(0), fac0, jnp.asarray(False))
+    _, (xs, conv, rn) = jax.lax.scan(body, init, (positions, rotations))
     return xs, conv, rn
 
 
@@ -487,10 +509,12 @@ def solve_inverse_static(robot: StewartGough, plate_positions, plate_rotations=N
         plate_rotations: ``(K, 3, 3)`` (default level, ``I``).
         guess: ``(lengths / ell (6,), loads (6, 6))`` for the first pose; default
             :meth:`StewartGough.initial_guess` (legs as long as the pose is high, guided-beam loads).
+        solver: default :data:`DEFAULT_PATH_SOLVER` (chord steps on the factorisation carried
+            from pose to pose when ``reuse_jacobian``).
     Returns:
         ``(lengths (K, 6) [m], loads (K, 6, 6) scaled base loads, converged (K,))``.
     """
-    solver = DEFAULT_STATIC_SOLVER if solver is None else solver
+    solver = DEFAULT_PATH_SOLVER if solver is None else solver
     P = jnp.asarray(plate_positions, dtype=float)
     check_shape("plate_positions", P, (None, 3))
     Rs = jnp.broadcast_to(jnp.eye(3), (P.shape[0], 3, 3)) if plate_rotations is None else jnp.asarray(plate_rotations)

@@ -103,14 +103,14 @@ def _static_increment(model: CosseratModel, t, solver, G, lf, scaled):
     del scaled  # the shooting model's step constants take the load factor in any case
     wh = model.zero_history()
     P = model.step_constants(0.0, lf)
-    res = newton_solve(lambda g, _: model.shooting_residual(g, t, P, wh, lf), G, None, solver)
+    res = newton_solve(lambda g, _: model.shooting_residual(g, t, P, wh, lf, roll_stages=True), G, None, solver)
     return res.value, res
 
 
 def _static_state(model: CosseratModel, t, G):
     """The :class:`CosseratState` at rest for the converged base loads ``G``."""
     P = model.step_constants(0.0)
-    y, (w, w_stages), _, _ = model.integrate(G, t, P, model.zero_history())
+    y, (w, w_stages), _, _ = model.integrate(G, t, P, model.zero_history(), roll_stages=True)
     return CosseratState(y, w, G, w_stages=w_stages)
 
 

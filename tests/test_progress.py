@@ -119,7 +119,9 @@ def test_cli_prints_the_compile_line_before_the_first_step(capsys, monkeypatch):
 
     # announce at once: with a warm persistent cache the program may load faster than ANNOUNCE_S
     monkeypatch.setattr(progress, "ANNOUNCE_S", 0.0)
-    rc = main(["simulate", "cantilever-a1", "--n-nodes", "5", "--dt", "0.5", "--duration", "2"])
+    # 21 nodes: the cantilever-a1 time loop of test_cli.py, test_der_dynamics.py and the quickstart
+    # notebook (one compiled program; with the tests' cache it is loaded, not compiled, here)
+    rc = main(["simulate", "cantilever-a1", "--n-nodes", "21", "--dt", "0.5", "--duration", "2"])
     out, err = capsys.readouterr()
     assert rc == 0, err
     lines = err.splitlines()
@@ -136,8 +138,10 @@ def test_cli_prints_the_compile_line_before_the_first_step(capsys, monkeypatch):
 def static_scene():
     from jaxrod import scenes
 
-    # 3 load steps, as the CLI picks for this load (so the CLI test below reuses the program)
-    return scenes.get_scene("cantilever-static", n_nodes=5, load_parameter=1.5, load_steps=3)
+    # 3 load steps, as the CLI picks for this load (so the CLI test below reuses the program); 21
+    # nodes as examples/cantilever_static.toml (tests/test_modelfile.py) and test_cli.py's static
+    # run: the load step is one compiled program for all of them (the load is an array)
+    return scenes.get_scene("cantilever-static", n_nodes=21, load_parameter=1.5, load_steps=3)
 
 
 def test_solve_static_progress_prints_each_load_step_and_agrees(static_scene, capsys):
@@ -163,7 +167,7 @@ def test_solve_static_progress_prints_each_load_step_and_agrees(static_scene, ca
 def test_cli_without_progress_prints_no_progress_lines(static_scene, capsys):
     from jaxrod.cli import main
 
-    rc = main(["simulate", "cantilever-static", "--n-nodes", "5", "--load-parameter", "1.5", "--no-progress"])
+    rc = main(["simulate", "cantilever-static", "--n-nodes", "21", "--load-parameter", "1.5", "--no-progress"])
     out, err = capsys.readouterr()
     assert rc == 0 and err == "", err
     assert "tip deflection" in out and "3 load step(s)" in out

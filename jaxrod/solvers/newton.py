@@ -204,7 +204,7 @@ def placeholder_factorization(solver: NewtonSolver, x_flat):
     return ls.factor(ls.linearize(lambda x: x, x_flat))
 
 
-def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
+def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, jacobian=None):
     """Damped Newton/chord iteration on flat vectors.
 
     Returns ``(x, (converged, iterations, jacobians, |F|_inf, err, fac))``. Written so that the
@@ -213,6 +213,8 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
     pass, with ``dx = 0``, just evaluates ``f(x0)``), then tests convergence with the simplified
     Newton correction, then picks the next direction (chord or fresh Jacobian). ``step_limit(x,
     dx)``, when given, caps the line search's first trial step (see :func:`newton_solve`).
+    ``jacobian(x)``, when given, builds the operator of a fresh Jacobian instead of
+    ``ls.linearize(f, x)``.
     """
     ls = solver.linear_solver
     dtype = x0.dtype
@@ -284,7 +286,7 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
             chord = jnp.asarray(False)
 
         def fresh(_):
-            new_fac = ls.factor(ls.linearize(f, x1))
+            new_fac = ls.factor(ls.linearize(f, x1) if jacobian is None else jacobian(x1))
             return ls.solve(new_fac, -r1), new_fac, jnp.asarray(1)
 
         def reuse(_):
@@ -363,7 +365,7 @@ def _levenberg_marquardt(f, x0, max_steps):
 
 def newton_solve(
     fn, x0, args=None, solver: NewtonSolver = NewtonSolver(), *, factorization=None, have_factorization=False,
-    step_limit=None,
+    step_limit=None, jacobian=None,
 ) -> NewtonResult:
     """Solve ``fn(x, args) = 0`` for ``x`` by Newton's method, differentiably.
 
@@ -381,6 +383,11 @@ def newton_solve(
             first (e.g. to keep friction from overshooting through sticking), or ``None`` (no
             limit, decided while tracing). It shortens steps only, so it changes the number of
             iterations, never the solution.
+        jacobian: optional ``(x, args) -> operator``: the Jacobian of ``fn`` at ``x`` in the form
+            ``solver.linear_solver.linearize`` returns (e.g. a model's assembled element
+            Hessians), used for the Newton iterations instead of ``linearize``. It must be the
+            exact Jacobian for Newton's quadratic convergence; the solution, its tolerance and the
+            implicit differentiation (which still uses ``linearize``) do not depend on it.
 
     Returns:
         :class:`NewtonResult`. The solver never raises inside ``jit``: check ``converged``.
@@ -395,12 +402,15 @@ def newton_solve(
 
     ls = solver.linear_solver
     limit = None if step_limit is None else (lambda x, dx: step_limit(unravel(x), unravel(dx)))
+    jac_fn = None if jacobian is None else (lambda x: jacobian(unravel(x), args))
     if factorization is None:
         factorization = placeholder_factorization(solver, flat0)
         have_factorization = False
 
     def solve(g, guess):
-        x, (conv, it, jac, rnorm, err, fac) = _newton_loop(g, guess, solver, factorization, have_factorization, limit)
+        x, (conv, it, jac, rnorm, err, fac) = _newton_loop(
+            g, guess, solver, factorization, have_factorization, limit, jac_fn
+        )
         if solver.fallback == "levenberg_marquardt":
 
             def rescue(_):
@@ -408,7 +418,9 @@ def newton_solve(
                 # the polish starts from the caller's factorisation (flagged invalid: only its
                 # structure is used), not the failed loop's, which may hold NaN that a masked
                 # update would still carry into the polish and stop it at once
-                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, factorization, jnp.asarray(False), limit)
+                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(
+                    g, x_lm, solver, factorization, jnp.asarray(False), limit, jac_fn
+                )
                 return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
 
             def keep(_):

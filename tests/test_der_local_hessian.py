@@ -2,6 +2,7 @@
 is the Jacobian of the implicit step's residual, and a simulation with it follows the one with the
 coloured Jacobian to the Newton tolerance."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,15 +23,9 @@ def _model(floor_kwargs=None, **kwargs):
     rod = DERRod.from_polyline(pts, rest="straight", youngs_modulus=1e6, density=1000.0, radius=RADIUS)
     rng = np.random.default_rng(3)
     rod = rod.with_natural_curvature(rng.normal(0.0, 0.05, (N - 2, 2)))
-    rod = eqx_set_twist(rod, rng.normal(0.0, 0.02, N - 2))
+    rod = eqx.tree_at(lambda r: r.natural_twist, rod, jnp.asarray(rng.normal(0.0, 0.02, N - 2)))
     floor = FloorContact(stiffness=1e4, delta=5e-4, mu=0.3, **(floor_kwargs or {}))
     return DERModel(rod, gravity=(0.0, 0.0, -9.8), damping=0.7, clamped_edges=(0,), contacts=(floor,), **kwargs)
-
-
-def eqx_set_twist(rod, tau):
-    import equinox as eqx
-
-    return eqx.tree_at(lambda r: r.natural_twist, rod, jnp.asarray(tau))
 
 
 def _moving_state(model):
@@ -107,3 +102,4 @@ def test_simulation_matches_coloured_jacobian():
     assert np.all(np.asarray(runs[1].stats.converged))
     # same trajectory to the Newton tolerance (a few 1e-10 m per step, accumulated over the run)
     np.testing.assert_allclose(q_l, q_c, rtol=0, atol=1e-8)
+

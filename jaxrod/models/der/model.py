@@ -137,6 +137,7 @@ from .contact import (
     segment_distance,
 )
 from .energies import stretching_energy, twisting_energy
+from .hessian import chain_stage_jacobian
 from .frames import (
     ReferenceFrames,
     edge_tangents,
@@ -1007,8 +1008,6 @@ class DERNetwork(AbstractImplicitModel):
         """Exact Jacobian of a time step from element-local Hessians (see
         :meth:`supports_stage_jacobian` and
         :meth:`jaxrod.integrate.implicit.AbstractImplicitModel.stage_jacobian`)."""
-        from .hessian import chain_stage_jacobian
-
         node_local = not (self.tendons or self.chambers) and not any(
             isinstance(c, FloorContact) and c.anisotropic for c in self.contacts
         )

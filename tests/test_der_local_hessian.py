@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxrod
-from jaxrod.integrate.implicit import _stage_jacobian
+from jaxrod.integrate.implicit import _stage_jacobian, _Switched
 from jaxrod.models.der import DERModel, DERRod
 from jaxrod.models.der.contact import FloorContact
 from jaxrod.solvers.jacobian import BandedJacobianSolver
@@ -72,8 +72,10 @@ def _jacobians(model, scheme, hist, aux, q_next, t=0.3, dt=0.01):
         (jaxrod.ImplicitMidpoint(), None),
         (jaxrod.AverageVectorField(), None),
         (jaxrod.BackwardEuler(), {"mu_lateral": 0.6}),  # anisotropic floor: the 21-colour remainder
+        # the fallback ladder's retry: the average vector field switched to backward Euler
+        (_Switched(jaxrod.AverageVectorField(), jaxrod.BackwardEuler(), jnp.asarray(True)), None),
     ],
-    ids=["backward-euler", "midpoint", "average-vector-field", "anisotropic-floor"],
+    ids=["backward-euler", "midpoint", "average-vector-field", "anisotropic-floor", "fallback"],
 )
 def test_assembled_jacobian_is_the_residual_jacobian(scheme, floor):
     model = _model(floor)

@@ -82,6 +82,30 @@ class AbstractImplicitModel(eqx.Module):
         """
         return r
 
+    def supports_stage_jacobian(self, linear_solver) -> bool:
+        """Whether :meth:`stage_jacobian` can build the Jacobian for ``linear_solver`` (static).
+        Default ``False``: the Newton solver builds it from the residual (coloured JVPs)."""
+        return False
+
+    def stage_jacobian(self, points, slopes, aux, fixed, linear_solver):
+        """The Jacobian of a time step's residual in ``q_next``, assembled by the model, in the
+        operator form of ``linear_solver.linearize`` (only where :meth:`supports_stage_jacobian`).
+
+        The step's residual is ``sum_k w_k residual(q_k, v_k, a_k, t_k, aux)`` on its free rows
+        (:meth:`~jaxrod.integrate.schemes.AbstractScheme.residual_points`), with each point
+        affine in ``q_next``: ``dq_k = cq_k * dq_next`` (element-wise), likewise ``cv_k``,
+        ``ca_k``. The fixed DOFs are substituted before the residual is evaluated, and their rows
+        are ``q_next - q_prescribed``: their columns vanish outside the identity on their rows.
+
+        Args:
+            points: ``(w (K,), q (K, ...), v (K, ...), a (K, ...), t (K,))``.
+            slopes: ``(cq, cv, ca)``, each ``(K, ...)`` shaped like ``q``.
+            aux: the step's reference data.
+            fixed: boolean ``fixed_mask()``.
+            linear_solver: the Newton solver's linear solver.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not assemble its Jacobian")
+
     def static_residual(self, q, t, aux):
         """Residual of static equilibrium at ``q`` (used by :func:`jaxrod.solve_static`).
         Default: ``residual(q, 0, 0, t, aux)``. Models whose unknowns include integrated
@@ -176,10 +200,35 @@ def implicit_step(
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
     result = newton_solve(
         residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,
-        step_limit=step_limit,
+        step_limit=step_limit, jacobian=_stage_jacobian(model, scheme, solver.linear_solver, hist, aux, t, dt, fixed, qb),
     )
     q1 = jnp.where(fixed, qb, result.value)
     return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result
+
+
+def _stage_jacobian(model, scheme, linear_solver, hist, aux, t, dt, fixed, qb):
+    """``jacobian(q_next, args)`` for :func:`newton_solve` from the model's own assembly
+    (:meth:`AbstractImplicitModel.stage_jacobian`), or ``None`` where the model, the scheme or the
+    linear solver cannot (decided while tracing)."""
+    if not (
+        model.supports_stage_jacobian(linear_solver)
+        and scheme.has_residual_points()
+        and type(model).end_of_step_residual is AbstractImplicitModel.end_of_step_residual
+    ):
+        return None
+
+    def jacobian(q_next, _):
+        q_sub = jnp.where(fixed, qb, q_next)
+
+        def points(x):
+            w, qk, vk, ak, tk = scheme.residual_points(x, hist, _f(t), _f(dt))
+            return (qk, vk, ak), (w, tk)
+
+        # every point is affine in q_next: one JVP along ones gives the element-wise slopes
+        (qk, vk, ak), slopes, (w, tk) = jax.jvp(points, (q_sub,), (jnp.ones_like(q_sub),), has_aux=True)
+        return model.stage_jacobian((w, qk, vk, ak, tk), slopes, aux, fixed, linear_solver)
+
+    return jacobian
 
 
 def _initial_acceleration(model, q, v, aux, t, solver):
@@ -238,6 +287,23 @@ class _Switched(AbstractScheme):
             lambda: self.fallback.residual(model, q_next, hist, t, dt, aux),
             lambda: self.primary.residual(model, q_next, hist, t, dt, aux),
         )
+
+    def _pair(self):
+        if all(type(s).residual is AbstractScheme.residual for s in (self.primary, self.fallback)):
+            return "stage"
+        if isinstance(self.primary, AverageVectorField) and isinstance(self.fallback, BackwardEuler):
+            return "average"
+        return None
+
+    def has_residual_points(self) -> bool:
+        return self._pair() is not None
+
+    def residual_points(self, q_next, hist, t, dt):
+        if self._pair() == "stage":
+            return AbstractScheme.residual_points(self, q_next, hist, t, dt)
+        _, vs, acc, _ = self.stage(q_next, hist, dt)
+        s = jnp.where(self.use_fallback, 1.0, jnp.asarray(self.primary.points()[0]))
+        return self.primary.averaged_points(hist[0], q_next, vs, acc, t, dt, s)
 
     def predict(self, hist, dt):
         # a retry starts from the current configuration: the scheme's extrapolation may be what

@@ -77,6 +77,21 @@ class AbstractScheme(eqx.Module):
         qs, vs, acc, c = self.stage(q_next, hist, dt)
         return model.residual(qs, vs, acc, t + c * dt, aux)
 
+    def has_residual_points(self) -> bool:
+        """Whether :meth:`residual_points` describes :meth:`residual` (static): true for the
+        schemes that evaluate the model at their stage point, or average it over points."""
+        return type(self).residual is AbstractScheme.residual
+
+    def residual_points(self, q_next, hist, t, dt):
+        """The step's residual as ``sum_k w_k model.residual(q_k, v_k, a_k, t_k)``: ``(w (K,),
+        q (K, ...), v (K, ...), a (K, ...), t (K,))``, each point affine in ``q_next`` (so a
+        model can assemble the step's Jacobian from its own stiffness, damping and mass, see
+        :meth:`jaxrod.integrate.implicit.AbstractImplicitModel.stage_jacobian`). Only where
+        :meth:`has_residual_points`."""
+        qs, vs, acc, c = self.stage(q_next, hist, dt)
+        one = jnp.ones((1,), jnp.result_type(q_next))
+        return one, qs[None], vs[None], acc[None], (t + c * dt) * one
+
 
 class BackwardEuler(AbstractScheme):
     """Backward (implicit) Euler: ``v_{n+1} = (q_{n+1} - q_n)/dt``, ``a = (v_{n+1} - v_n)/dt``.
@@ -190,6 +205,24 @@ class AverageVectorField(_MidpointKinematics):
     def residual(self, model, q_next, hist, t, dt, aux):
         _, vs, acc, _ = self.stage(q_next, hist, dt)
         return self.averaged_residual(model, hist[0], q_next, vs, acc, t, dt, aux, self.points()[0])
+
+    def has_residual_points(self) -> bool:
+        return True
+
+    def residual_points(self, q_next, hist, t, dt):
+        _, vs, acc, _ = self.stage(q_next, hist, dt)
+        return self.averaged_points(hist[0], q_next, vs, acc, t, dt, self.points()[0])
+
+    def averaged_points(self, q, q_next, vs, acc, t, dt, s):
+        """The points and weights of :meth:`averaged_residual` (see
+        :meth:`AbstractScheme.residual_points`)."""
+        w = jnp.asarray(self.points()[1], dtype=jnp.result_type(q))
+        s = jnp.asarray(s, dtype=jnp.result_type(q))
+        K = w.shape[0]
+        s = jnp.broadcast_to(s, (K,))
+        qk = q[None] + s.reshape((K,) + (1,) * q.ndim) * (q_next - q)[None]
+        rep = lambda x: jnp.broadcast_to(x[None], (K,) + x.shape)  # noqa: E731
+        return w, qk, rep(vs), rep(acc), t + s * dt
 
     def averaged_residual(self, model, q, q_next, vs, acc, t, dt, aux, s):
         """``sum_k w_k model.residual(q + s_k (q_next - q), vs, acc, t + s_k dt)``: with every

@@ -50,6 +50,8 @@ __all__ = [
     "DenseJacobianSolver",
     "PermutedJacobianSolver",
     "DenseLU",
+    "assemble_band",
+    "band_assembly_plan",
     "colour_columns",
 ]
 
@@ -194,6 +196,33 @@ class _BlockTridiagonalOps(AbstractJacobianSolver):
         return op.matvec(v)
 
 
+def band_assembly_plan(rows, cols, n: int, m: int):
+    """Trace-time plan to scatter-add entries ``(rows[k], cols[k])`` of an ``(n, n)`` matrix into
+    :class:`~jaxrod.solvers.linear.BlockTridiagonal` storage with blocks of size ``m``: flat indices
+    ``(nnz,)`` into ``concat(lower, diag, upper).ravel()`` and the padding identity ``(nb, m, m)``.
+    Raises ``ValueError`` for an entry outside the three block diagonals."""
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    nb = -(-n // m)
+    kb, jb = rows // m, cols // m
+    d = jb - kb
+    if rows.size and (np.abs(d).max() > 1 or rows.min() < 0 or cols.min() < 0 or max(rows.max(), cols.max()) >= n):
+        raise ValueError(f"band_assembly_plan: entries outside the block tridiagonal of block size {m} (n = {n})")
+    idx = (((d + 1) * nb + kb) * m + rows % m) * m + cols % m
+    i = np.arange(nb)[:, None, None] * m + np.arange(m)[None, :, None]
+    pad_eye = ((i >= n) & (np.arange(m)[None, :, None] == np.arange(m)[None, None, :])).astype(np.float64)
+    return idx.astype(np.int32), pad_eye * np.ones((nb, m, m))
+
+
+def assemble_band(values, plan, n: int) -> BlockTridiagonal:
+    """:class:`~jaxrod.solvers.linear.BlockTridiagonal` from entry ``values`` ``(nnz,)`` summed at
+    the positions of ``plan`` (:func:`band_assembly_plan`); repeated entries add up."""
+    idx, pad_eye = plan
+    nb, m = pad_eye.shape[0], pad_eye.shape[-1]
+    flat = jnp.zeros((3 * nb * m * m,), values.dtype).at[idx].add(values, indices_are_sorted=False)
+    blocks = flat.reshape(3, nb, m, m)
+    return BlockTridiagonal(blocks[0], blocks[1] + jnp.asarray(pad_eye, values.dtype), blocks[2], n)
+
+
 class BandedJacobianSolver(_BlockTridiagonalOps):
     """Banded Jacobian via column colouring, stored and factored block-tridiagonally.
 
@@ -205,11 +234,16 @@ class BandedJacobianSolver(_BlockTridiagonalOps):
         upper: number of super-diagonals.
         block_size: block size ``m``; default ``max(lower, upper, 1)``, the fastest measured
             (``benchmarks/linear_solvers.py``). Must be at least ``max(lower, upper)``.
+        model_jacobian: in an implicit time step, use the Jacobian the model assembles itself
+            when it can (``model.stage_jacobian``: a DER rod's element-local Hessians, see
+            ``jaxrod.models.der.hessian``) instead of the coloured JVPs; ``False``: always the
+            coloured JVPs. Other uses (static solves, implicit differentiation) colour.
     """
 
     lower: int = eqx.field(static=True)
     upper: int = eqx.field(static=True)
     block_size: int | None = eqx.field(static=True, default=None)
+    model_jacobian: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
         if self.lower < 0 or self.upper < 0:

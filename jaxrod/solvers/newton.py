@@ -204,7 +204,7 @@ def placeholder_factorization(solver: NewtonSolver, x_flat):
     return ls.factor(ls.linearize(lambda x: x, x_flat))
 
 
-def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
+def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, jacobian=None):
     """Damped Newton/chord iteration on flat vectors.
 
     Returns ``(x, (converged, iterations, jacobians, |F|_inf, err, fac))``. Written so that the
@@ -213,6 +213,8 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
     pass, with ``dx = 0``, just evaluates ``f(x0)``), then tests convergence with the simplified
     Newton correction, then picks the next direction (chord or fresh Jacobian). ``step_limit(x,
     dx)``, when given, caps the line search's first trial step (see :func:`newton_solve`).
+    ``jacobian(x)``, when given, builds the operator of a fresh Jacobian instead of
+    ``ls.linearize(f, x)``.
     """
     ls = solver.linear_solver
     dtype = x0.dtype
@@ -284,7 +286,7 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None):
             chord = jnp.asarray(False)
 
         def fresh(_):
-            new_fac = ls.factor(ls.linearize(f, x1))
+            new_fac = ls.factor(ls.linearize(f, x1) if jacobian is None else jacobian(x1))
             return ls.solve(new_fac, -r1), new_fac, jnp.asarray(1)
 
         def reuse(_):
@@ -363,7 +365,7 @@ def _levenberg_marquardt(f, x0, max_steps):
 
 def newton_solve(
     fn, x0, args=None, solver: NewtonSolver = NewtonSolver(), *, factorization=None, have_factorization=False,
-    step_limit=None,
+    step_limit=None, jacobian=None,
 ) -> NewtonResult:
     """Solve ``fn(x, args) = 0`` for ``x`` by Newton's method, differentiably.
 
@@ -381,6 +383,11 @@ def newton_solve(
             first (e.g. to keep friction from overshooting through sticking), or ``None`` (no
             limit, decided while tracing). It shortens steps only, so it changes the number of
             iterations, never the solution.
+        jacobian: optional ``(x, args) -> operator``: the Jacobian of ``fn`` at ``x`` in the form
+            ``solver.linear_solver.linearize`` returns (e.g. a model's assembled element
+            Hessians), used for the Newton iterations instead of ``linearize``. It must be the
+            exact Jacobian: Newton's iterations and the implicit differentiation's tangent
+            solves factor it (the solution and its tolerance do not depend on it).
 
     Returns:
         :class:`NewtonResult`. The solver never raises inside ``jit``: check ``converged``.
@@ -395,12 +402,15 @@ def newton_solve(
 
     ls = solver.linear_solver
     limit = None if step_limit is None else (lambda x, dx: step_limit(unravel(x), unravel(dx)))
+    jac_fn = None if jacobian is None else (lambda x: jacobian(unravel(x), args))
     if factorization is None:
         factorization = placeholder_factorization(solver, flat0)
         have_factorization = False
 
     def solve(g, guess):
-        x, (conv, it, jac, rnorm, err, fac) = _newton_loop(g, guess, solver, factorization, have_factorization, limit)
+        x, (conv, it, jac, rnorm, err, fac) = _newton_loop(
+            g, guess, solver, factorization, have_factorization, limit, jac_fn
+        )
         if solver.fallback == "levenberg_marquardt":
 
             def rescue(_):
@@ -408,7 +418,9 @@ def newton_solve(
                 # the polish starts from the caller's factorisation (flagged invalid: only its
                 # structure is used), not the failed loop's, which may hold NaN that a masked
                 # update would still carry into the polish and stop it at once
-                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(g, x_lm, solver, factorization, jnp.asarray(False), limit)
+                x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(
+                    g, x_lm, solver, factorization, jnp.asarray(False), limit, jac_fn
+                )
                 return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
 
             def keep(_):
@@ -445,7 +457,7 @@ def newton_solve(
         refine = (precondition, solver.tangent_refinement)
     else:
         refine = None
-    flat, aux = _implicit_root(f, flat0, solve, ls, refine)
+    flat, aux = _implicit_root(f, flat0, solve, ls, refine, jac_fn)
     converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
     fac = jax.tree_util.tree_map(lambda a, ref: a.astype(ref.dtype), fac, factorization)
     return NewtonResult(
@@ -488,23 +500,28 @@ def _refined_solve(apply, precond_solve, fresh_solve, b, max_steps, usable=True)
     return jax.lax.cond(batch_max(~ok), lambda _: fresh_solve(b), lambda _: x, None)
 
 
-def _tangent_solve(ls, g, y, refine=None):
+def _tangent_solve(ls, g, y, refine=None, op=None):
     """``x`` with ``g(x) = y`` for the linear ``g`` (the residual linearised at the root), through
     ``ls``'s factorisation; transposable, so reverse mode works. ``refine = (fac, usable, max_steps)``:
     iterative refinement preconditioned by ``fac`` (see ``NewtonSolver.tangent_refinement``),
-    falling back to the fresh factorisation."""
+    falling back to the fresh factorisation. ``op``: the operator of ``g`` when already known
+    (e.g. assembled by the model), instead of ``ls.linearize(g)``."""
+
+    def operator(b):
+        return ls.linearize(g, b, linear=True) if op is None else op
+
     if refine is None:
-        fac = ls.factor(ls.linearize(g, y, linear=True))
+        fac = ls.factor(operator(y))
         return jax.lax.custom_linear_solve(
             g, y, solve=lambda _, b: ls.solve(fac, b), transpose_solve=lambda _, b: ls.solve_transpose(fac, b)
         )
     pre, usable, max_steps = refine
 
     def fresh(b):
-        return ls.solve(ls.factor(ls.linearize(g, b, linear=True)), b)
+        return ls.solve(ls.factor(operator(b)), b)
 
     def fresh_transpose(b):
-        return ls.solve_transpose(ls.factor(ls.linearize(g, b, linear=True)), b)
+        return ls.solve_transpose(ls.factor(operator(b)), b)
 
     return jax.lax.custom_linear_solve(
         g,
@@ -516,7 +533,7 @@ def _tangent_solve(ls, g, y, refine=None):
     )
 
 
-def _implicit_root(f, guess, solve, ls, refine=None):
+def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
     """``solve(f, guess) -> (x, aux)`` with ``dx`` from the implicit function theorem on ``f(x) = 0``
     (tangent system solved with the linear solver ``ls``).
 
@@ -529,15 +546,23 @@ def _implicit_root(f, guess, solve, ls, refine=None):
     ``aux`` must be floating point (its tangent is zero). ``refine = (precondition, max_steps)``:
     the tangent system is solved by iterative refinement preconditioned by the factorisation
     ``precondition(aux)`` (see :func:`_tangent_solve`) instead of a fresh factorisation.
+    ``jacobian(x)``: the operator of the Jacobian at ``x`` (instead of ``ls.linearize``).
     """
     f_conv, f_consts = _closure_convert(f, guess)
+    if jacobian is None:
+        jac_conv, jac_consts = None, []
+    else:
+        jac_conv, jac_consts = _closure_convert(jacobian, guess)
     solve_conv, solve_consts = _closure_convert(lambda g: solve(f, g), guess)
     # arrays of the linear solver (e.g. a colouring) are arguments too: a custom rule must not
     # close over the caller's tracers
     ls_dyn, ls_static = eqx.partition(ls, eqx.is_array)
     ls_leaves, ls_tree = jax.tree_util.tree_flatten(ls_dyn)
-    sizes = (len(f_consts), len(ls_leaves))
-    return _root(f_conv, solve_conv, (ls_static, ls_tree, refine), sizes, guess, *f_consts, *ls_leaves, *solve_consts)
+    sizes = (len(f_consts), len(ls_leaves), len(jac_consts))
+    return _root(
+        f_conv, solve_conv, (ls_static, ls_tree, refine, jac_conv), sizes, guess, *f_consts, *ls_leaves, *jac_consts,
+        *solve_consts,
+    )
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
@@ -548,9 +573,9 @@ def _root(f_conv, solve_conv, ls_parts, sizes, guess, *consts):
 @_root.defjvp
 def _root_jvp(f_conv, solve_conv, ls_parts, sizes, primals, tangents):
     guess, *consts = primals
-    n_f, n_ls = sizes
+    n_f, n_ls, n_jac = sizes
     f_consts, f_dots = consts[:n_f], tangents[1 : 1 + n_f]
-    ls_static, ls_tree, refine = ls_parts
+    ls_static, ls_tree, refine, jac_conv = ls_parts
     ls = eqx.combine(jax.tree_util.tree_unflatten(ls_tree, consts[n_f : n_f + n_ls]), ls_static)
     x, aux = _root(f_conv, solve_conv, ls_parts, sizes, guess, *consts)
     # F(x(p), p) = 0  =>  J dx = -dF/dp . dp
@@ -559,7 +584,8 @@ def _root_jvp(f_conv, solve_conv, ls_parts, sizes, primals, tangents):
     if refine is not None:
         precondition, max_steps = refine
         refine = (*precondition(aux), max_steps)
-    dx = _tangent_solve(ls, f_lin, -rhs, refine)
+    op = None if jac_conv is None else jac_conv(x, *consts[n_f + n_ls : n_f + n_ls + n_jac])
+    dx = _tangent_solve(ls, f_lin, -rhs, refine, op)
     return (x, aux), (dx, jax.tree_util.tree_map(jnp.zeros_like, aux))
 
 

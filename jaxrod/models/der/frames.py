@@ -211,6 +211,29 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
         old_b = ((F[:, 6], F[:, 7], F[:, 8]), (F[:, 9], F[:, 10], F[:, 11]))
     ea = tuple(b - a for a, b in zip(xa, xb))
     eb = tuple(c - b for b, c in zip(xb, xc))
+    k1, k2, twist, beta = stencil_strains(ea, tha, eb, thb, old_a, old_b, frames.ref_twist)
+    if chain:
+        e = q[1:, :3] - q[:-1, :3]
+    else:
+        en = topo.edge_nodes
+        e = q[en[:, 1], :3] - q[en[:, 0], :3]
+    lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
+    return Kinematics(lengths, k1, k2, twist, beta)
+
+
+def stencil_strains(ea, tha, eb, thb, old_a, old_b, ref_twist):
+    """Material curvatures ``kappa_1, kappa_2``, twist ``tau`` and reference twist ``beta`` of
+    stencils from their two edge vectors and (oriented) twist angles: the element-wise core of
+    :func:`kinematics`, also differentiated on its own for element-local Hessians
+    (``jaxrod.models.der.hessian``).
+
+    Args:
+        ea, eb: edge vectors ``e`` and ``f`` as ``(x, y, z)`` tuples of ``(S,)`` arrays [m].
+        tha, thb: ``(S,)`` twist angles of the two edges as the stencil sees them [rad].
+        old_a, old_b: ``(d1, tangent)`` of each edge at the last converged step, tuples of
+            ``(S,)`` component arrays (time-parallel transport starts there).
+        ref_twist: ``(S,)`` reference twist at the last converged step [rad].
+    """
     ta = tuple(e / jnp.sqrt(_dot(ea, ea)) for e in ea)
     tb = tuple(e / jnp.sqrt(_dot(eb, eb)) for e in eb)
     d1a = _transport(old_a[0], old_a[1], ta)
@@ -218,8 +241,8 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
     d2a, d2b = _cross(ta, d1a), _cross(tb, d1b)
     # reference twist: angle from the space-transported d1^{i-1} to d1^i, relative to the old value
     u = _transport(d1a, ta, tb)
-    phi = jnp.arctan2(_dot(_cross(u, d1b), tb), _dot(u, d1b)) - frames.ref_twist
-    beta = frames.ref_twist + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
+    phi = jnp.arctan2(_dot(_cross(u, d1b), tb), _dot(u, d1b)) - ref_twist
+    beta = ref_twist + jnp.arctan2(jnp.sin(phi), jnp.cos(phi))
     ca, sa, cb, sb = jnp.cos(tha), jnp.sin(tha), jnp.cos(thb), jnp.sin(thb)
     m1 = tuple(a + b for a, b in zip(_lin(ca, d1a, sa, d2a), _lin(cb, d1b, sb, d2b)))
     m2 = tuple(a + b for a, b in zip(_lin(-sa, d1a, ca, d2a), _lin(-sb, d1b, cb, d2b)))
@@ -227,13 +250,7 @@ def kinematics(q, frames: ReferenceFrames, topo=None) -> Kinematics:
     kb = tuple(2.0 * k / chi for k in _cross(ta, tb))
     k1 = 0.5 * _dot(kb, m2)
     k2 = -0.5 * _dot(kb, m1)
-    if chain:
-        e = q[1:, :3] - q[:-1, :3]
-    else:
-        en = topo.edge_nodes
-        e = q[en[:, 1], :3] - q[en[:, 0], :3]
-    lengths = jnp.sqrt(jnp.sum(e * e, axis=1))
-    return Kinematics(lengths, k1, k2, thb - tha + beta, beta)
+    return k1, k2, thb - tha + beta, beta
 
 
 def edge_tangents(q, topo):

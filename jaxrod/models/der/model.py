@@ -137,6 +137,7 @@ from .contact import (
     segment_distance,
 )
 from .energies import stretching_energy, twisting_energy
+from .hessian import chain_stage_jacobian
 from .frames import (
     ReferenceFrames,
     edge_tangents,
@@ -980,6 +981,42 @@ class DERNetwork(AbstractImplicitModel):
         twist = jnp.concatenate([q[e0 : e0 + n - 1, 3:], jnp.zeros((1, 1), q.dtype)])
         limb_frames = ReferenceFrames(frames.d1[e0 : e0 + n - 1], frames.tangent[e0 : e0 + n - 1], frames.ref_twist)
         return jnp.concatenate([q[nodes, :3], twist], axis=1), limb_frames
+
+    def _residual_without_elastic(self, q, v, a, t, aux):
+        """:meth:`residual` less the elastic forces (inertia, loads, damping, contact, friction,
+        tendons): the part of the Jacobian :meth:`stage_jacobian` takes from JVPs."""
+        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
+        r = self.mass() * a - self.external_forces(q, v, t) - tendons
+        if self.contacts:
+            r = r + jax.grad(self.contact_energy)(q, aux) - self.friction_forces(q, v, aux)
+        return r
+
+    def supports_stage_jacobian(self, linear_solver) -> bool:
+        """A one-limb network (chain) without rod-rod contact assembles the exact Jacobian of its
+        time steps from element-local Hessians (``jaxrod.models.der.hessian``) for a
+        :class:`~jaxrod.solvers.jacobian.BandedJacobianSolver` of at least :data:`DER_BANDWIDTH`
+        with ``model_jacobian`` (the default)."""
+        return (
+            isinstance(linear_solver, BandedJacobianSolver)
+            and linear_solver.model_jacobian
+            and min(linear_solver.lower, linear_solver.upper) >= DER_BANDWIDTH
+            and self.topology.chain
+            and self._rod_contact is None
+        )
+
+    def stage_jacobian(self, points, slopes, aux, fixed, linear_solver):
+        """Exact Jacobian of a time step from element-local Hessians (see
+        :meth:`supports_stage_jacobian` and
+        :meth:`jaxrod.integrate.implicit.AbstractImplicitModel.stage_jacobian`)."""
+        node_local = not (self.tendons or self.chambers) and not any(
+            isinstance(c, FloorContact) and c.anisotropic for c in self.contacts
+        )
+        n = 4 * self.topology.n_rows
+        return chain_stage_jacobian(
+            self, lambda q, v, a, t: self._residual_without_elastic(q, v, a, t, aux), points, slopes,
+            _frames(aux), fixed, linear_solver._block_size(n), 4 if node_local else 2 * DER_BANDWIDTH + 1,
+            DER_BANDWIDTH,
+        )
 
     def residual(self, q, v, a, t, aux):
         tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0

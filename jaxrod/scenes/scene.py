@@ -23,7 +23,8 @@ class Scene:
         dt: default time step [s] (ignored for static scenes); ``n_steps``: ``duration / dt``.
         duration: default simulated time [s] (0 for static scenes).
         scheme: default time scheme (a :class:`~jaxrod.integrate.schemes.DifferenceFormula` for
-            shooting models); ``None``: implicit midpoint, or nothing for a static scene.
+            shooting models); not given: implicit midpoint (nothing for a static scene); ``None``:
+            the model's own stepping (a Moreau contact system takes no scheme).
         static: True when the scene is a static equilibrium problem.
         load_steps: load increments for static scenes.
         reference: dict of reference values (units in the key names).
@@ -48,7 +49,7 @@ class Scene:
     model: object
     dt: float = 0.0
     duration: float = 0.0
-    scheme: object = None
+    scheme: object = "default"
     static: bool = False
     load_steps: int = 1
     reference: dict = field(default_factory=dict)
@@ -64,10 +65,15 @@ class Scene:
     modal_modes: int | None = None
 
     def __post_init__(self):
-        if self.scheme is None and not self.static:
-            from ..integrate.schemes import ImplicitMidpoint
+        # "default" (not None) marks "not given": None is a scheme choice of its own, the model's
+        # (a Moreau contact system, which takes no scheme)
+        if isinstance(self.scheme, str) and self.scheme == "default":
+            if self.static:
+                self.scheme = None
+            else:
+                from ..integrate.schemes import ImplicitMidpoint
 
-            self.scheme = ImplicitMidpoint()
+                self.scheme = ImplicitMidpoint()
 
     @property
     def n_steps(self) -> int:

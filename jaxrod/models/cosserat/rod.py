@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..section import CrossSection, check_section_args
 from ...validation import (
     as_floats,
     check_finite,
@@ -105,9 +106,8 @@ class CosseratRod(eqx.Module):
             if not (-1.0 < poisson_ratio <= 0.5):
                 raise ValueError(f"poisson_ratio must be in (-1, 0.5], got {poisson_ratio}")
             shear_modulus = youngs_modulus / (2.0 * (1.0 + poisson_ratio))
-        r = jnp.asarray(radius, dtype=float)
-        i = jnp.pi * r**4 / 4
-        return cls._build(length, jnp.pi * r**2, jnp.stack([i, i, 2 * i]), youngs_modulus, shear_modulus, density,
+        section = CrossSection.circular(radius)
+        return cls._build(length, section.area, section.moments_axis_last(), youngs_modulus, shear_modulus, density,
                           drag, damping_se, damping_bt, u_star)
 
     @classmethod
@@ -116,8 +116,6 @@ class CosseratRod(eqx.Module):
         """A rod of a :class:`~jaxrod.models.section.Material` and a
         :class:`~jaxrod.models.section.CrossSection` (axis local z, section axes ``d1, d2`` =
         local x, y: ``second_moments = (I_1, I_2, J)``); the other arguments as :meth:`circular`."""
-        from ..section import check_section_args
-
         check_section_args(material, section)
         check_positive("length", length, "m")
         return cls._build(length, section.area, section.moments_axis_last(), material.youngs_modulus,

@@ -407,9 +407,9 @@ def newton_solve(
         factorization = placeholder_factorization(solver, flat0)
         have_factorization = False
 
-    def solve(g, guess):
+    def solve(g, jac_g, guess):
         x, (conv, it, jac, rnorm, err, fac) = _newton_loop(
-            g, guess, solver, factorization, have_factorization, limit, jac_fn
+            g, guess, solver, factorization, have_factorization, limit, jac_g
         )
         if solver.fallback == "levenberg_marquardt":
 
@@ -419,7 +419,7 @@ def newton_solve(
                 # structure is used), not the failed loop's, which may hold NaN that a masked
                 # update would still carry into the polish and stop it at once
                 x2, (c2, it2, jac2, rn2, err2, fac2) = _newton_loop(
-                    g, x_lm, solver, factorization, jnp.asarray(False), limit, jac_fn
+                    g, x_lm, solver, factorization, jnp.asarray(False), limit, jac_g
                 )
                 return x2, (c2, it + lm_it + it2, jac + lm_it + jac2, rn2, err2, fac2)
 
@@ -534,7 +534,7 @@ def _tangent_solve(ls, g, y, refine=None, op=None):
 
 
 def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
-    """``solve(f, guess) -> (x, aux)`` with ``dx`` from the implicit function theorem on ``f(x) = 0``
+    """``solve(f, jacobian, guess) -> (x, aux)`` with ``dx`` from the implicit function theorem on ``f(x) = 0``
     (tangent system solved with the linear solver ``ls``).
 
     What ``jax.lax.custom_root(..., has_aux=True)`` does, except that the tangent system (the
@@ -547,13 +547,19 @@ def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
     the tangent system is solved by iterative refinement preconditioned by the factorisation
     ``precondition(aux)`` (see :func:`_tangent_solve`) instead of a fresh factorisation.
     ``jacobian(x)``: the operator of the Jacobian at ``x`` (instead of ``ls.linearize``).
+
+    ``f`` and ``jacobian`` are traced once each, here: ``solve`` receives them as replays of
+    their jaxprs (the tangent rule needs those jaxprs anyway), so the Newton loop, its line search
+    and its fallback do not run the Python functions and their transformations again (measured:
+    DER cantilever a1, 21 nodes, its element-Hessian Jacobian traced in ~2 s per call).
     """
     f_conv, f_consts = _closure_convert(f, guess)
     if jacobian is None:
-        jac_conv, jac_consts = None, []
+        jac_conv, jac_consts, jac_replay = None, [], None
     else:
         jac_conv, jac_consts = _closure_convert(jacobian, guess)
-    solve_conv, solve_consts = _closure_convert(lambda g: solve(f, g), guess)
+        jac_replay = lambda x: jac_conv(x, *jac_consts)  # noqa: E731
+    solve_conv, solve_consts = _closure_convert(lambda g: solve(lambda x: f_conv(x, *f_consts), jac_replay, g), guess)
     # arrays of the linear solver (e.g. a colouring) are arguments too: a custom rule must not
     # close over the caller's tracers
     ls_dyn, ls_static = eqx.partition(ls, eqx.is_array)

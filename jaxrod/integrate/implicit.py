@@ -197,6 +197,8 @@ def implicit_step(
         qs1, vs1, _, _ = scheme.stage(jnp.where(fixed, qb, q_next + dq), hist, dt)
         return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
 
+    if type(model).newton_step_limit is AbstractImplicitModel.newton_step_limit:
+        step_limit = None  # no limit: no stage evaluations traced into the line search for nothing
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
     result = newton_solve(
         residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,

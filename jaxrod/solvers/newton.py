@@ -574,8 +574,10 @@ def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
 
     ``f`` and ``jacobian`` are traced once each, here: ``solve`` receives them as replays of
     their jaxprs (the tangent rule needs those jaxprs anyway), so the Newton loop, its line search
-    and its fallback do not run the Python functions and their transformations again (measured:
-    DER cantilever a1, 21 nodes, its element-Hessian Jacobian traced in ~2 s per call).
+    and its fallback do not run the Python functions and their transformations again (measured,
+    process CPU of tracing: DER cantilever a1, 21 nodes, time-loop program 3.1 -> 2.1 s, its
+    element-Hessian Jacobian no longer traced twice; cantilever-static's load increment 1.35 ->
+    0.94 s, its residual traced once instead of three times; the compiled programs are the same).
     """
     f_conv, f_consts = _closure_convert(f, guess)
     if jacobian is None:

@@ -197,12 +197,12 @@ def implicit_step(
         qs1, vs1, _, _ = scheme.stage(jnp.where(fixed, qb, q_next + dq), hist, dt)
         return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
 
-    if type(model).newton_step_limit is AbstractImplicitModel.newton_step_limit:
-        step_limit = None  # no limit: no stage evaluations traced into the line search for nothing
+    # a model without a limit gets none: no stage evaluations traced into the line search for nothing
+    limit = None if type(model).newton_step_limit is AbstractImplicitModel.newton_step_limit else step_limit
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
     result = newton_solve(
         residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,
-        step_limit=step_limit, jacobian=_stage_jacobian(model, scheme, solver.linear_solver, hist, aux, t, dt, fixed, qb),
+        step_limit=limit, jacobian=_stage_jacobian(model, scheme, solver.linear_solver, hist, aux, t, dt, fixed, qb),
     )
     q1 = jnp.where(fixed, qb, result.value)
     return scheme.advance(q1, hist, dt), model.update_aux(q1, aux), result

@@ -352,8 +352,20 @@ def segment_frames(xis, lengths, base=None):
     """
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
-    R0, p0 = base_pose(base, xis.dtype)
-    R_loc, p_loc = exp_se3(xis, lengths)
+    return compose_frames(*exp_se3(xis, lengths), base)
+
+
+def compose_frames(R_loc, p_loc, base=None):
+    """Segment frames ``{1}..{n+1}`` from the relative transforms ``exp(ell_i hat(xi_i)) = (R_loc,
+    p_loc)`` of the segments (``lax.scan``): ``R_{i+1} = R_i R_loc``, ``p_{i+1} = p_i + R_i p_loc``.
+
+    Args:
+        R_loc: ``(n, 3, 3)``; p_loc: ``(n, 3)`` [m].
+        base: pose of frame ``{1}`` (see :func:`base_pose`).
+    Returns:
+        ``(R (n + 1, 3, 3), p (n + 1, 3) [m])``; index 0 is the base.
+    """
+    R0, p0 = base_pose(base, R_loc.dtype)
 
     def step(carry, loc):
         R, p = carry
@@ -425,6 +437,38 @@ def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
 # ------------------------------------ differential kinematics ----------------------------------
 
 
+class SegmentOperators(NamedTuple):
+    """The local operators of every segment at local coordinates ``x (n, m)`` (one batch).
+
+    Attributes:
+        R: ``(n, m, 3, 3)``, p: ``(n, m, 3)`` [m]: the pose ``exp(x hat(xi_i))`` (:func:`exp_se3`).
+        Ai: ``(n, m, 6, 6)``: ``iA(x)^-1`` (:func:`expA_inv`), the adjoint of the inverse pose.
+        C: ``(n, m, 6, 6)``: ``iC(x)`` (:func:`tangent_C`); Cd: its derivative along ``xidot``.
+    """
+
+    R: jax.Array
+    p: jax.Array
+    Ai: jax.Array
+    C: jax.Array
+    Cd: jax.Array
+
+
+def segment_operators(xis, xidots, x):
+    """:class:`SegmentOperators` of segments with strains and rates ``xis, xidots (n, 6)`` at the
+    local coordinates ``x (n, m)`` [m]: one exponential and one ``jax.jvp`` of the tangent
+    operator for all points, instead of one per use (the recursion needs them at the quadrature
+    nodes and at the segment ends; each separate evaluation is traced and compiled again).
+    ``Ai`` is the adjoint of the inverse pose ``(R^T, -R^T p)``, equal to ``expA_inv(xi, x)`` to
+    round-off."""
+    xis = _as_float(xis)
+    shape = x.shape + (6,)
+    xi_t = jnp.broadcast_to(xis[:, None, :], shape)
+    R, p = exp_se3(xi_t, x)
+    Rt = jnp.swapaxes(R, -1, -2)
+    C, Cd = tangent_C_and_dot(xi_t, jnp.broadcast_to(jnp.asarray(xidots, xis.dtype)[:, None, :], shape), x)
+    return SegmentOperators(R, p, adjoint(Rt, -_mv(Rt, p)), C, Cd)
+
+
 def point_twists(eta_i, etadot_i, xi, xidot, xiddot, x):
     """Body velocity and acceleration at local coordinate ``x`` of a segment (eqs. 11, 14).
 
@@ -441,8 +485,17 @@ def point_twists(eta_i, etadot_i, xi, xidot, xiddot, x):
         ``(eta (..., 6), etadot (..., 6))`` in the local frame at ``x``.
     """
     xi = _as_float(xi)
-    Ai = expA_inv(xi, x)
     C, Cd = tangent_C_and_dot(xi, xidot, x)
+    return twists_from_operators(expA_inv(xi, x), C, Cd, eta_i, etadot_i, xidot, xiddot)
+
+
+def twists_from_operators(Ai, C, Cd, eta_i, etadot_i, xidot, xiddot):
+    """:func:`point_twists` from precomputed operators ``Ai = iA(x)^-1``, ``C = iC(x)`` and
+    ``Cd = dC/dxi[xidot]`` (``(..., 6, 6)``), so that one batch of operators serves several uses.
+
+    Returns:
+        ``(eta (..., 6), etadot (..., 6))``.
+    """
     transported = _mv(Ai, eta_i)
     C_xidot = _mv(C, xidot)
     eta = transported + C_xidot
@@ -492,8 +545,18 @@ def segment_velocities(xis, lengths, xidots, xiddots=None, eta_base=None, etadot
     eta0 = jnp.zeros(6, dt) if eta_base is None else jnp.asarray(eta_base, dtype=dt)
     etadot0 = jnp.zeros(6, dt) if etadot_base is None else jnp.asarray(etadot_base, dtype=dt)
 
-    Ai = expA_inv(xis, lengths)
     C, Cd = tangent_C_and_dot(xis, xidots, lengths)
+    return propagate_velocities(expA_inv(xis, lengths), C, Cd, xidots, xiddots, eta0, etadot0)
+
+
+def propagate_velocities(Ai, C, Cd, xidots, xiddots, eta0, etadot0):
+    """:func:`segment_velocities` from the segment-end operators ``Ai = iA(ell_i)^-1``,
+    ``C = iC(ell_i)``, ``Cd = dC/dxi[xidot_i]`` (``(n, 6, 6)``), strain rates and accelerations
+    ``(n, 6)`` and the base twists ``eta0, etadot0 (6,)``.
+
+    Returns:
+        ``(eta (n + 1, 6), etadot (n + 1, 6))``; index 0 is the base.
+    """
     rel_eta = _mv(C, xidots)  # i eta_{i+1}, eq. (46)
     rel_etadot = _mv(Cd, xidots) + _mv(C, xiddots)  # i etadot_{i+1}, eq. (47)
 

@@ -392,11 +392,16 @@ def poses_at(xis, lengths, fractions, base=None, frames=None):
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
     fractions = jnp.asarray(fractions, dtype=xis.dtype)
-    Rf, pf = segment_frames(xis, lengths, base) if frames is None else frames
-    R_loc, p_loc = exp_se3(xis[:, None, :], lengths[:, None] * fractions[None, :])
-    R = Rf[:-1, None] @ R_loc
-    p = pf[:-1, None] + jnp.einsum("nij,nmj->nmi", Rf[:-1], p_loc)
-    return R, p
+    frames = segment_frames(xis, lengths, base) if frames is None else frames
+    return _in_world(frames, *exp_se3(xis[:, None, :], lengths[:, None] * fractions[None, :]))
+
+
+def _in_world(frames, R_loc, p_loc):
+    """World poses ``(R (n, m, 3, 3), p (n, m, 3))`` of the local poses ``R_loc (n, m, 3, 3),
+    p_loc (n, m, 3)`` relative to the segment start frames ``frames = (R (n + 1, 3, 3), p (n + 1,
+    3))``."""
+    Rf, pf = frames
+    return Rf[:-1, None] @ R_loc, pf[:-1, None] + jnp.einsum("nij,nmj->nmi", Rf[:-1], p_loc)
 
 
 def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
@@ -420,9 +425,13 @@ def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
     n = xis.shape[0]
-    frames = segment_frames(xis, lengths, base)
+    # one batch of exponentials at x = ell_i j / k, j = 0..k: the last column (j = k) is the
+    # segment's own transform, which the frames compose (a second exponential would be traced
+    # and compiled again)
+    R_loc, p_loc = exp_se3(xis[:, None, :], lengths[:, None] * (jnp.arange(k + 1, dtype=xis.dtype) / k)[None, :])
+    frames = compose_frames(R_loc[:, -1], p_loc[:, -1], base)
+    R, p = _in_world(frames, R_loc[:, :-1], p_loc[:, :-1])
     fractions = jnp.arange(k, dtype=xis.dtype) / k
-    R, p = poses_at(xis, lengths, fractions, frames=frames)
     s_start = jnp.concatenate([jnp.zeros(1, xis.dtype), jnp.cumsum(lengths)])
     s = (s_start[:-1, None] + lengths[:, None] * fractions[None, :]).reshape(n * k)
     return PCSPoses(

@@ -49,19 +49,17 @@ from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
     _gauss_legendre,
+    _mv,
     ad,
     compose_frames,
     exp_se3,
     expA_inv,
     forward_kinematics,
-    poses_at,
     propagate_velocities,
     segment_frames,
     segment_operators,
-    segment_velocities,
     tangent_C,
     twists_from_operators,
-    velocities_at,
 )
 
 
@@ -377,17 +375,23 @@ class PCSModel(AbstractImplicitModel):
         rod = self.rod
         xis, xid = self.strains(q), self.strain_rates(v)
         lengths = rod.segment_lengths
-        nodes, weights = _gauss_legendre(max(int(self.n_quad), 4))
-        eta_q, _ = velocities_at(xis, lengths, xid, jnp.asarray(nodes))
+        n_quad = max(int(self.n_quad), 4)
+        _, weights = _gauss_legendre(n_quad)
+        # one batch of operators at the nodes and segment ends serves velocities and positions
+        ops = segment_operators(xis, xid, _quadrature_and_ends(lengths, n_quad))
+        zero = jnp.zeros(6, xis.dtype)
+        eta, _ = propagate_velocities(ops.Ai[:, -1], ops.C[:, -1], ops.Cd[:, -1], xid, jnp.zeros_like(xid), zero, zero)
+        eta_q = _mv(ops.Ai[:, :-1], eta[:-1, None]) + _mv(ops.C[:, :-1], xid[:, None])  # eq. (11)
         wq = lengths[:, None] * jnp.asarray(weights)[None, :]
         kinetic = 0.5 * jnp.sum(wq[..., None] * rod.screw_inertia * eta_q**2)
         elastic = 0.5 * jnp.sum(lengths[:, None] * rod.stiffness_density * (xis - rod.rest_strain) ** 2)
-        _, p = poses_at(xis, lengths, jnp.asarray(nodes), base=(self.base_rotation, self.base_position))
+        R_frames, p_frames = compose_frames(ops.R[:, -1], ops.p[:, -1], (self.base_rotation, self.base_position))
+        p = p_frames[:-1, None] + _mv(R_frames[:-1, None], ops.p[:, :-1])
         gravity = -rod.density * rod.area * jnp.sum(wq * (p @ (self.load_factor * self.gravity)))
         if self.tip_body is not None:
-            eta_tip = segment_velocities(xis, lengths, xid)[0][-1]
+            eta_tip = eta[-1]
             kinetic = kinetic + 0.5 * eta_tip @ (self.tip_body.screw_inertia @ eta_tip)
-            R_tip, p_tip = self.segment_end_poses(q)
+            R_tip, p_tip = R_frames, p_frames
             com = p_tip[-1] + R_tip[-1] @ self.tip_body.com
             gravity = gravity - self.tip_body.mass * com @ (self.load_factor * self.gravity)
         return kinetic + elastic + gravity

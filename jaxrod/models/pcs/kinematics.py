@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...geometry import se3_ad, se3_exp, skew, unskew
+from ...geometry import se3_exp, skew, unskew
 
 #: Straight, unstretched reference strain (rod axis = local x).
 XI_STRAIGHT = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
@@ -133,6 +133,22 @@ def _c_coefficients(u):
 
 # ------------------------------------------ operators ------------------------------------------
 
+#: ``(6, 6, 6)`` structure tensor of :func:`ad`: ``ad(x)[i, j] = sum_k T[i, j, k] x[k]``. One
+#: contraction instead of the slices, negations and stacks of two skew matrices: the recursion
+#: forms ``ad`` at every quadrature point and in every Jacobian column, so its traced (and
+#: compiled) size counts; the entries are +-1 or 0, so the values are the same.
+def _ad_tensor():
+    eps = np.zeros((3, 3, 3))  # skew(v)[i, j] = sum_k eps[i, j, k] v[k] = -levi_civita(i, j, k) v[k]
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        eps[i, j, k], eps[j, i, k] = -1.0, 1.0
+    T = np.zeros((6, 6, 6))
+    T[:3, :3, :3] = T[3:, 3:, :3] = eps  # [omega]_x on the diagonal blocks
+    T[3:, :3, 3:] = eps  # [v]_x lower left
+    return T
+
+
+_AD_TENSOR = _ad_tensor()
+
 
 def _as_float(a):
     a = jnp.asarray(a)
@@ -154,7 +170,7 @@ def ad(x):
     Returns:
         ``(..., 6, 6)``.
     """
-    return se3_ad(_as_float(x))
+    return jnp.einsum("ijk,...k->...ij", _AD_TENSOR, _as_float(x))
 
 
 def coad(f):

@@ -95,14 +95,8 @@ def _reduced_series(coeff, n_terms):
 _C_SERIES = _reduced_series(lambda k: Fraction((-1) ** k, math.factorial(k + 1)), _N_TERMS)
 
 
-#: ``(_N_TERMS, 4)``: the series coefficients of ``c_1 .. c_4``, one row per power of ``u``
-_C_SERIES_STACKED = np.array(_C_SERIES[1:5]).T
-
-
 def _horner(u, coeffs):
-    """``sum_d coeffs[d] u^d``; ``coeffs`` a sequence of scalars, or of arrays broadcasting
-    against ``u`` (several series at once)."""
-    out = u * 0.0 + coeffs[-1]
+    out = jnp.full_like(u, coeffs[-1])
     for c in coeffs[-2::-1]:
         out = out * u + c
     return out
@@ -125,29 +119,28 @@ def _c_coefficients(u):
         -(2.0 * h - t * s) / (2.0 * t4),
         (3.0 * tms - t * h) / (2.0 * t4 * t),
     )
-    # the four series in one Horner chain over a trailing axis of 4 (the same operations per
-    # element as four chains, a quarter of the traced and compiled program)
-    series = _horner(u_series[..., None], _C_SERIES_STACKED)
-    return tuple(jnp.where(small, series[..., j], exact[j]) for j in range(4))
+    return tuple(
+        jnp.where(small, _horner(u_series, _C_SERIES[j]), exact[j - 1]) for j in range(1, 5)
+    )
 
 
 # ------------------------------------------ operators ------------------------------------------
 
-#: ``(6, 6, 6)`` structure tensor of :func:`ad`: ``ad(x)[i, j] = sum_k T[i, j, k] x[k]``. One
-#: contraction instead of the slices, negations and stacks of two skew matrices: the recursion
-#: forms ``ad`` at every quadrature point and in every Jacobian column, so its traced (and
-#: compiled) size counts; the entries are +-1 or 0, so the values are the same.
-def _ad_tensor():
-    eps = np.zeros((3, 3, 3))  # skew(v)[i, j] = sum_k eps[i, j, k] v[k] = -levi_civita(i, j, k) v[k]
-    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-        eps[i, j, k], eps[j, i, k] = -1.0, 1.0
-    T = np.zeros((6, 6, 6))
-    T[:3, :3, :3] = T[3:, 3:, :3] = eps  # [omega]_x on the diagonal blocks
-    T[3:, :3, 3:] = eps  # [v]_x lower left
-    return T
+def _ad_gather():
+    """``(index (6, 6), sign (6, 6))`` with ``ad(x)[i, j] = sign[i, j] x[index[i, j]]``: ``ad`` has
+    at most one component of ``x`` per entry (``[omega]_x`` on the diagonal blocks, ``[v]_x``
+    lower left), so one gather and one product build it, instead of the slices, negations and
+    stacks of two skew matrices (the recursion forms ``ad`` at every quadrature point and in every
+    Jacobian column: its traced and compiled size counts; the values are the same)."""
+    index, sign = np.zeros((6, 6), int), np.zeros((6, 6))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):  # skew(v)[i, j] = -v[k], skew(v)[j, i] = v[k]
+        for r, c, off in ((0, 0, 0), (3, 3, 0), (3, 0, 3)):
+            index[r + i, c + j], sign[r + i, c + j] = off + k, -1.0
+            index[r + j, c + i], sign[r + j, c + i] = off + k, 1.0
+    return index, sign
 
 
-_AD_TENSOR = _ad_tensor()
+_AD_INDEX, _AD_SIGN = _ad_gather()
 
 
 def _as_float(a):
@@ -170,7 +163,7 @@ def ad(x):
     Returns:
         ``(..., 6, 6)``.
     """
-    return jnp.einsum("ijk,...k->...ij", _AD_TENSOR, _as_float(x))
+    return _as_float(x)[..., _AD_INDEX] * _AD_SIGN
 
 
 def coad(f):

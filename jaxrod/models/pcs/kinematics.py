@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...geometry import se3_ad, se3_exp, skew, unskew
+from ...geometry import se3_exp, skew, unskew
 
 #: Straight, unstretched reference strain (rod axis = local x).
 XI_STRAIGHT = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
@@ -126,6 +126,22 @@ def _c_coefficients(u):
 
 # ------------------------------------------ operators ------------------------------------------
 
+def _ad_gather():
+    """``(index (6, 6), sign (6, 6))`` with ``ad(x)[i, j] = sign[i, j] x[index[i, j]]``: ``ad`` has
+    at most one component of ``x`` per entry (``[omega]_x`` on the diagonal blocks, ``[v]_x``
+    lower left), so one gather and one product build it, instead of the slices, negations and
+    stacks of two skew matrices (the recursion forms ``ad`` at every quadrature point and in every
+    Jacobian column: its traced and compiled size counts; the values are the same)."""
+    index, sign = np.zeros((6, 6), int), np.zeros((6, 6))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):  # skew(v)[i, j] = -v[k], skew(v)[j, i] = v[k]
+        for r, c, off in ((0, 0, 0), (3, 3, 0), (3, 0, 3)):
+            index[r + i, c + j], sign[r + i, c + j] = off + k, -1.0
+            index[r + j, c + i], sign[r + j, c + i] = off + k, 1.0
+    return index, sign
+
+
+_AD_INDEX, _AD_SIGN = _ad_gather()
+
 
 def _as_float(a):
     a = jnp.asarray(a)
@@ -147,7 +163,7 @@ def ad(x):
     Returns:
         ``(..., 6, 6)``.
     """
-    return se3_ad(_as_float(x))
+    return _as_float(x)[..., _AD_INDEX] * _AD_SIGN
 
 
 def coad(f):
@@ -352,8 +368,20 @@ def segment_frames(xis, lengths, base=None):
     """
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
-    R0, p0 = base_pose(base, xis.dtype)
-    R_loc, p_loc = exp_se3(xis, lengths)
+    return compose_frames(*exp_se3(xis, lengths), base)
+
+
+def compose_frames(R_loc, p_loc, base=None):
+    """Segment frames ``{1}..{n+1}`` from the relative transforms ``exp(ell_i hat(xi_i)) = (R_loc,
+    p_loc)`` of the segments (``lax.scan``): ``R_{i+1} = R_i R_loc``, ``p_{i+1} = p_i + R_i p_loc``.
+
+    Args:
+        R_loc: ``(n, 3, 3)``; p_loc: ``(n, 3)`` [m].
+        base: pose of frame ``{1}`` (see :func:`base_pose`).
+    Returns:
+        ``(R (n + 1, 3, 3), p (n + 1, 3) [m])``; index 0 is the base.
+    """
+    R0, p0 = base_pose(base, R_loc.dtype)
 
     def step(carry, loc):
         R, p = carry
@@ -380,11 +408,16 @@ def poses_at(xis, lengths, fractions, base=None, frames=None):
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
     fractions = jnp.asarray(fractions, dtype=xis.dtype)
-    Rf, pf = segment_frames(xis, lengths, base) if frames is None else frames
-    R_loc, p_loc = exp_se3(xis[:, None, :], lengths[:, None] * fractions[None, :])
-    R = Rf[:-1, None] @ R_loc
-    p = pf[:-1, None] + jnp.einsum("nij,nmj->nmi", Rf[:-1], p_loc)
-    return R, p
+    frames = segment_frames(xis, lengths, base) if frames is None else frames
+    return _in_world(frames, *exp_se3(xis[:, None, :], lengths[:, None] * fractions[None, :]))
+
+
+def _in_world(frames, R_loc, p_loc):
+    """World poses ``(R (n, m, 3, 3), p (n, m, 3))`` of the local poses ``R_loc (n, m, 3, 3),
+    p_loc (n, m, 3)`` relative to the segment start frames ``frames = (R (n + 1, 3, 3), p (n + 1,
+    3))``."""
+    Rf, pf = frames
+    return Rf[:-1, None] @ R_loc, pf[:-1, None] + jnp.einsum("nij,nmj->nmi", Rf[:-1], p_loc)
 
 
 def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
@@ -408,9 +441,13 @@ def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
     xis = _as_float(xis)
     lengths = jnp.asarray(lengths, dtype=xis.dtype)
     n = xis.shape[0]
-    frames = segment_frames(xis, lengths, base)
+    # one batch of exponentials at x = ell_i j / k, j = 0..k: the last column (j = k) is the
+    # segment's own transform, which the frames compose (a second exponential would be traced
+    # and compiled again)
+    R_loc, p_loc = exp_se3(xis[:, None, :], lengths[:, None] * (jnp.arange(k + 1, dtype=xis.dtype) / k)[None, :])
+    frames = compose_frames(R_loc[:, -1], p_loc[:, -1], base)
+    R, p = _in_world(frames, R_loc[:, :-1], p_loc[:, :-1])
     fractions = jnp.arange(k, dtype=xis.dtype) / k
-    R, p = poses_at(xis, lengths, fractions, frames=frames)
     s_start = jnp.concatenate([jnp.zeros(1, xis.dtype), jnp.cumsum(lengths)])
     s = (s_start[:-1, None] + lengths[:, None] * fractions[None, :]).reshape(n * k)
     return PCSPoses(
@@ -423,6 +460,38 @@ def forward_kinematics(xis, lengths, base=None, points_per_segment=1):
 
 
 # ------------------------------------ differential kinematics ----------------------------------
+
+
+class SegmentOperators(NamedTuple):
+    """The local operators of every segment at local coordinates ``x (n, m)`` (one batch).
+
+    Attributes:
+        R: ``(n, m, 3, 3)``, p: ``(n, m, 3)`` [m]: the pose ``exp(x hat(xi_i))`` (:func:`exp_se3`).
+        Ai: ``(n, m, 6, 6)``: ``iA(x)^-1`` (:func:`expA_inv`), the adjoint of the inverse pose.
+        C: ``(n, m, 6, 6)``: ``iC(x)`` (:func:`tangent_C`); Cd: its derivative along ``xidot``.
+    """
+
+    R: jax.Array
+    p: jax.Array
+    Ai: jax.Array
+    C: jax.Array
+    Cd: jax.Array
+
+
+def segment_operators(xis, xidots, x):
+    """:class:`SegmentOperators` of segments with strains and rates ``xis, xidots (n, 6)`` at the
+    local coordinates ``x (n, m)`` [m]: one exponential and one ``jax.jvp`` of the tangent
+    operator for all points, instead of one per use (the recursion needs them at the quadrature
+    nodes and at the segment ends; each separate evaluation is traced and compiled again).
+    ``Ai`` is the adjoint of the inverse pose ``(R^T, -R^T p)``, equal to ``expA_inv(xi, x)`` to
+    round-off."""
+    xis = _as_float(xis)
+    shape = x.shape + (6,)
+    xi_t = jnp.broadcast_to(xis[:, None, :], shape)
+    R, p = exp_se3(xi_t, x)
+    Rt = jnp.swapaxes(R, -1, -2)
+    C, Cd = tangent_C_and_dot(xi_t, jnp.broadcast_to(jnp.asarray(xidots, xis.dtype)[:, None, :], shape), x)
+    return SegmentOperators(R, p, adjoint(Rt, -_mv(Rt, p)), C, Cd)
 
 
 def point_twists(eta_i, etadot_i, xi, xidot, xiddot, x):
@@ -441,8 +510,17 @@ def point_twists(eta_i, etadot_i, xi, xidot, xiddot, x):
         ``(eta (..., 6), etadot (..., 6))`` in the local frame at ``x``.
     """
     xi = _as_float(xi)
-    Ai = expA_inv(xi, x)
     C, Cd = tangent_C_and_dot(xi, xidot, x)
+    return twists_from_operators(expA_inv(xi, x), C, Cd, eta_i, etadot_i, xidot, xiddot)
+
+
+def twists_from_operators(Ai, C, Cd, eta_i, etadot_i, xidot, xiddot):
+    """:func:`point_twists` from precomputed operators ``Ai = iA(x)^-1``, ``C = iC(x)`` and
+    ``Cd = dC/dxi[xidot]`` (``(..., 6, 6)``), so that one batch of operators serves several uses.
+
+    Returns:
+        ``(eta (..., 6), etadot (..., 6))``.
+    """
     transported = _mv(Ai, eta_i)
     C_xidot = _mv(C, xidot)
     eta = transported + C_xidot
@@ -492,8 +570,18 @@ def segment_velocities(xis, lengths, xidots, xiddots=None, eta_base=None, etadot
     eta0 = jnp.zeros(6, dt) if eta_base is None else jnp.asarray(eta_base, dtype=dt)
     etadot0 = jnp.zeros(6, dt) if etadot_base is None else jnp.asarray(etadot_base, dtype=dt)
 
-    Ai = expA_inv(xis, lengths)
     C, Cd = tangent_C_and_dot(xis, xidots, lengths)
+    return propagate_velocities(expA_inv(xis, lengths), C, Cd, xidots, xiddots, eta0, etadot0)
+
+
+def propagate_velocities(Ai, C, Cd, xidots, xiddots, eta0, etadot0):
+    """:func:`segment_velocities` from the segment-end operators ``Ai = iA(ell_i)^-1``,
+    ``C = iC(ell_i)``, ``Cd = dC/dxi[xidot_i]`` (``(n, 6, 6)``), strain rates and accelerations
+    ``(n, 6)`` and the base twists ``eta0, etadot0 (6,)``.
+
+    Returns:
+        ``(eta (n + 1, 6), etadot (n + 1, 6))``; index 0 is the base.
+    """
     rel_eta = _mv(C, xidots)  # i eta_{i+1}, eq. (46)
     rel_etadot = _mv(Cd, xidots) + _mv(C, xiddots)  # i etadot_{i+1}, eq. (47)
 

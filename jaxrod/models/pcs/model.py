@@ -49,16 +49,17 @@ from .kinematics import (
     XI_STRAIGHT,
     StrainBasis,
     _gauss_legendre,
+    _mv,
     ad,
+    compose_frames,
     exp_se3,
     expA_inv,
     forward_kinematics,
-    point_twists,
-    poses_at,
+    propagate_velocities,
     segment_frames,
-    segment_velocities,
+    segment_operators,
     tangent_C,
-    velocities_at,
+    twists_from_operators,
 )
 
 
@@ -84,29 +85,46 @@ def inverse_dynamics(
     """
     dt = xis.dtype
     lengths = rod.segment_lengths.astype(dt)
+    ops = segment_operators(xis, xidots, _quadrature_and_ends(lengths, n_quad))
+    return _inverse_dynamics(rod, ops, xis, xidots, xiddots, gravity_body, tip_wrench, tip_inertia, n_quad,
+                             point_wrenches)
+
+
+def _quadrature_and_ends(lengths, n_quad):
+    """``(n, n_quad + 1)`` local coordinates [m]: the Gauss-Legendre nodes of every segment, then
+    its end ``ell_i`` (where :func:`_inverse_dynamics` reads the segment-end operators)."""
+    nodes, _ = _gauss_legendre(n_quad)
+    return lengths[:, None] * jnp.asarray(np.append(nodes, 1.0), lengths.dtype)[None, :]
+
+
+def _inverse_dynamics(rod, ops, xis, xidots, xiddots, gravity_body, tip_wrench, tip_inertia, n_quad, point_wrenches):
+    """:func:`inverse_dynamics` from the operators ``ops`` (:func:`segment_operators` at
+    :func:`_quadrature_and_ends`): one batch of exponentials and tangent operators serves the
+    velocity recursion (segment ends), the quadrature (nodes) and the force recursion (ends)."""
+    dt = xis.dtype
+    lengths = rod.segment_lengths.astype(dt)
     Mdiag = rod.screw_inertia
     g = jnp.zeros(3, dt) if gravity_body is None else gravity_body
     etadot_base = jnp.concatenate([jnp.zeros(3, dt), -g])
-    eta, etadot = segment_velocities(xis, lengths, xidots, xiddots, None, etadot_base)
-    nodes, weights = _gauss_legendre(n_quad)
-    x = lengths[:, None] * jnp.asarray(nodes, dt)[None, :]  # (n, nq)
+    xiddots = jnp.zeros_like(xis) if xiddots is None else xiddots
+    Ai_end, C_end = ops.Ai[:, -1], ops.C[:, -1]
+    eta, etadot = propagate_velocities(Ai_end, C_end, ops.Cd[:, -1], xidots, xiddots, jnp.zeros(6, dt), etadot_base)
+    _, weights = _gauss_legendre(n_quad)
     wq = lengths[:, None] * jnp.asarray(weights, dt)[None, :]
+    Ai_q, C_q = ops.Ai[:, :-1], ops.C[:, :-1]
 
     def tile(a):
-        return jnp.broadcast_to(a[:, None, :], (a.shape[0], x.shape[1], 6))
+        return jnp.broadcast_to(a[:, None, :], (a.shape[0], wq.shape[1], 6))
 
-    eta_q, etadot_q = point_twists(tile(eta[:-1]), tile(etadot[:-1]), tile(xis), tile(xidots), tile(xiddots), x)
+    eta_q, etadot_q = twists_from_operators(Ai_q, C_q, ops.Cd[:, :-1], tile(eta[:-1]), tile(etadot[:-1]),
+                                            tile(xidots), tile(xiddots))
     Meta = Mdiag * eta_q
     F = Mdiag * etadot_q - jnp.einsum("...ji,...j->...i", ad(eta_q), Meta)  # M etadot - ad(eta)^T M eta
-    Ainv_q = expA_inv(tile(xis), x)
-    C_q = tangent_C(tile(xis), x)
-    f_loc = jnp.einsum("nqji,nqj,nq->ni", Ainv_q, F, wq)  # sum_g w A^-T F
+    f_loc = jnp.einsum("nqji,nqj,nq->ni", Ai_q, F, wq)  # sum_g w A^-T F
     tau_loc = jnp.einsum("nqji,nqj,nq->ni", C_q, F, wq)
     for i, xp, W in point_wrenches:  # an external load is -F
         f_loc = f_loc.at[i].add(-(expA_inv(xis[i], xp).T @ W))
         tau_loc = tau_loc.at[i].add(-(tangent_C(xis[i], xp).T @ W))
-    Ainv_end = expA_inv(xis, lengths)
-    C_end = tangent_C(xis, lengths)
     f_tip = jnp.zeros(6, dt) if tip_wrench is None else -tip_wrench
     if tip_inertia is not None:  # the same Newton-Euler wrench as the rod's own sections
         f_tip = f_tip + tip_inertia @ etadot[-1] - ad(eta[-1]).T @ (tip_inertia @ eta[-1])
@@ -115,7 +133,7 @@ def inverse_dynamics(
         fl, tl, A_e, C_e = seg  # eqs. (17), (18) solved for f_i, tau_i
         return fl + A_e.T @ f_next, tl + C_e.T @ f_next
 
-    _, tau = jax.lax.scan(step, f_tip, (f_loc, tau_loc, Ainv_end, C_end), reverse=True)
+    _, tau = jax.lax.scan(step, f_tip, (f_loc, tau_loc, Ai_end, C_end), reverse=True)
     return tau
 
 
@@ -278,22 +296,25 @@ class PCSModel(AbstractImplicitModel):
         xis, xid, xidd = self.strains(q), self.strain_rates(v), self.strain_rates(a)
         Rb = self.base_rotation
         g_body = self.load_factor * (Rb.T @ self.gravity)
-        # the dead tip wrench is given in the world frame: rotate it into the tip frame
-        poses = forward_kinematics(xis, self.rod.segment_lengths, (Rb, self.base_position), 1)
-        Rt = poses.R_frames[-1]
-        w, tip_body_frame, inside = self._point_loads(xis, poses, t)
+        lengths = self.rod.segment_lengths
+        ops = segment_operators(xis, xid, _quadrature_and_ends(lengths, self.n_quad))
+        # the dead tip wrench is given in the world frame: rotate it into the tip frame (the
+        # segment frames from the segment-end exponentials of ops: no second exponential)
+        R_frames, _ = compose_frames(ops.R[:, -1], ops.p[:, -1], (Rb, self.base_position))
+        Rt = R_frames[-1]
+        w, tip_body_frame, inside = self._point_loads(xis, R_frames, t)
         w = self.load_factor * w
         tip = jnp.concatenate([Rt.T @ w[:3], Rt.T @ w[3:]])
         if tip_body_frame is not None:
             tip = tip + self.load_factor * tip_body_frame
         M_tip = None if self.tip_body is None else self.tip_body.screw_inertia
-        tau = inverse_dynamics(
-            self.rod, xis, xid, xidd, gravity_body=g_body, tip_wrench=tip, tip_inertia=M_tip, n_quad=self.n_quad,
-            point_wrenches=[(i, x, self.load_factor * W) for i, x, W in inside],
+        tau = _inverse_dynamics(
+            self.rod, ops, xis, xid, xidd, g_body, tip, M_tip, self.n_quad,
+            [(i, x, self.load_factor * W) for i, x, W in inside],
         )
         return (tau @ self.basis.B).reshape(-1)
 
-    def _point_loads(self, xis, poses, t):
+    def _point_loads(self, xis, R_frames, t):
         """The point wrenches at time ``t`` (none when ``t`` is ``None``) sorted for the
         recursion: ``(world tip wrench (6,) about the tip, tip tip wrench in the tip frame (6,) or
         None, [(segment, x, section-frame wrench (6,))])``, with the model's ``tip_wrench``
@@ -307,7 +328,7 @@ class PCSModel(AbstractImplicitModel):
             i, x = pw.locate(self.rod.length, n)
             W = pw.value(t)
             if i == n - 1 and x is None:  # at the tip: the recursion's boundary wrench
-                R = poses.R_frames[-1]
+                R = R_frames[-1]
                 if pw.frame == "world":
                     w = w + shift_wrench(W, R @ pw.offset)
                 else:
@@ -316,7 +337,7 @@ class PCSModel(AbstractImplicitModel):
                 continue
             x = ell[i] if x is None else x
             Rl, _ = exp_se3(xis[i], x)
-            R = poses.R_frames[i] @ Rl
+            R = R_frames[i] @ Rl
             if pw.frame == "world":
                 W = shift_wrench(W, R @ pw.offset)
                 W = jnp.concatenate([R.T @ W[:3], R.T @ W[3:]])
@@ -354,17 +375,23 @@ class PCSModel(AbstractImplicitModel):
         rod = self.rod
         xis, xid = self.strains(q), self.strain_rates(v)
         lengths = rod.segment_lengths
-        nodes, weights = _gauss_legendre(max(int(self.n_quad), 4))
-        eta_q, _ = velocities_at(xis, lengths, xid, jnp.asarray(nodes))
+        n_quad = max(int(self.n_quad), 4)
+        _, weights = _gauss_legendre(n_quad)
+        # one batch of operators at the nodes and segment ends serves velocities and positions
+        ops = segment_operators(xis, xid, _quadrature_and_ends(lengths, n_quad))
+        zero = jnp.zeros(6, xis.dtype)
+        eta, _ = propagate_velocities(ops.Ai[:, -1], ops.C[:, -1], ops.Cd[:, -1], xid, jnp.zeros_like(xid), zero, zero)
+        eta_q = _mv(ops.Ai[:, :-1], eta[:-1, None]) + _mv(ops.C[:, :-1], xid[:, None])  # eq. (11)
         wq = lengths[:, None] * jnp.asarray(weights)[None, :]
         kinetic = 0.5 * jnp.sum(wq[..., None] * rod.screw_inertia * eta_q**2)
         elastic = 0.5 * jnp.sum(lengths[:, None] * rod.stiffness_density * (xis - rod.rest_strain) ** 2)
-        _, p = poses_at(xis, lengths, jnp.asarray(nodes), base=(self.base_rotation, self.base_position))
+        R_frames, p_frames = compose_frames(ops.R[:, -1], ops.p[:, -1], (self.base_rotation, self.base_position))
+        p = p_frames[:-1, None] + _mv(R_frames[:-1, None], ops.p[:, :-1])
         gravity = -rod.density * rod.area * jnp.sum(wq * (p @ (self.load_factor * self.gravity)))
         if self.tip_body is not None:
-            eta_tip = segment_velocities(xis, lengths, xid)[0][-1]
+            eta_tip = eta[-1]
             kinetic = kinetic + 0.5 * eta_tip @ (self.tip_body.screw_inertia @ eta_tip)
-            R_tip, p_tip = self.segment_end_poses(q)
+            R_tip, p_tip = R_frames, p_frames
             com = p_tip[-1] + R_tip[-1] @ self.tip_body.com
             gravity = gravity - self.tip_body.mass * com @ (self.load_factor * self.gravity)
         return kinetic + elastic + gravity

@@ -386,8 +386,16 @@ class MultibodySystem(AbstractImplicitModel):
 
     def joint_potential(self, x, R, t):
         """Energy of the joint springs minus the work of the joint input torques [J]."""
-        e = self._each_group(lambda j, P1, P2, F1, F2, _: j.potential(P1, P2, F1, F2, t), x, R)
-        return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
+        return self._constraints_and_potential(x, R, t)[1]
+
+    def _constraints_and_potential(self, x, R, t):
+        """``(constraints(x, R, t), joint_potential(x, R, t))`` from one pass over the joint groups
+        (one set of joint points and one ``vmap`` per group: the residual needs both, and every
+        Newton program holds the residual several times)."""
+        out = self._each_group(
+            lambda j, P1, P2, F1, F2, _: (j.constraint(P1, P2, F1, F2, t), j.potential(P1, P2, F1, F2, t)), x, R)
+        g = jnp.concatenate([jnp.ravel(c) for c, _ in out]) if out else jnp.zeros((0,), x.dtype)
+        return g, sum((jnp.sum(e) for _, e in out), jnp.zeros((), x.dtype))
 
     def _dissipation(self, x, R, xd, omega):
         # world-frame velocities, the world (index -1) at rest at the origin
@@ -434,8 +442,8 @@ class MultibodySystem(AbstractImplicitModel):
             xx, pp, _ = self.unpack(qq)
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
-            g = self.constraints(xx, RR, t)
-            joints = self.joint_potential(xx, RR, t) + (lam * keep) @ g
+            g, potential = self._constraints_and_potential(xx, RR, t)
+            joints = potential + (lam * keep) @ g
             return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + joints + force_work(xx, RR), g
 
         # g comes back as the value at qq = q: one traced constraint evaluation serves both uses

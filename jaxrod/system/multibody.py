@@ -368,11 +368,14 @@ class MultibodySystem(AbstractImplicitModel):
         F = R_ext[ends] @ E
         return P[:, 0], P[:, 1], F[:, 0], F[:, 1]
 
-    def _each_group(self, fn, x, R):
+    def _each_group(self, fn, x, R, only=None):
         """``[vmap(fn)(joints, P1, P2, F1, F2, ends) for each group of like joints]`` (one traced
-        evaluation per joint type, whatever the number of joints)."""
+        evaluation per joint type, whatever the number of joints); ``only(joint type)`` False
+        skips a group."""
         out = []
         for joints, members in zip(self.groups, self.group_members):
+            if only is not None and not only(type(joints)):
+                continue
             pts = self._joint_points(x, R, members)
             ends = jnp.asarray(np.asarray(self.body_index, dtype=int).reshape(-1, 2)[np.asarray(members, dtype=int)])
             out.append(eqx.filter_vmap(fn)(joints, *pts, ends))
@@ -408,7 +411,8 @@ class MultibodySystem(AbstractImplicitModel):
             v2 = u[ends[1]] + jnp.cross(w[ends[1]], P2 - c[ends[1]])
             return j.dissipation(P1, P2, F1, F2, v1, v2, w[ends[0]], w[ends[1]])
 
-        e = self._each_group(one, x, R)
+        # joint types without dampers (the base class's zero dissipation) are not traced
+        e = self._each_group(one, x, R, only=lambda kind: kind.dissipation is not AbstractJoint.dissipation)
         return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
 
     def applied(self, t):

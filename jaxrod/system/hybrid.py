@@ -530,14 +530,17 @@ class HybridSystem(AbstractImplicitModel):
         ra, ba, _ = self.split(a)
         r = self._map_rods(lambda m, qi, vi, ai, ax: m.residual(qi, vi, ai, t, ax), rq, rv, ra, aux[:-1])
         rb = bq[:0] if self.multibody is None else self.multibody.residual(bq, bv, ba, t, aux[-1])
-        return self._coupled(q, r, rb, lam, self.attachment_constraints(rq, bq, aux), aux)
+        return self._coupled(q, r, rb, lam, None, aux)
 
     def _coupled(self, q, r_rods, r_body, lam, g, aux):
-        """``[r_rod + G_rod^T lam, r_body + G_body^T lam, g]`` (the attachment forces added)."""
+        """``[r_rod + G_rod^T lam, r_body + G_body^T lam, g]`` (the attachment forces added);
+        ``g=None``: the attachment constraints at ``q``, taken from the VJP's primal output (one
+        traced evaluation of the constraints instead of two: every Newton program holds the
+        residual several times, so this is compile time saved in each)."""
         rq, bq, _ = self.split(q)
-        _, pull = jax.vjp(lambda rr, bb: self.attachment_constraints(rr, bb, aux), rq, bq)
+        g_q, pull = jax.vjp(lambda rr, bb: self.attachment_constraints(rr, bb, aux), rq, bq)
         gr, gb = pull(lam)
-        return self.join([x + y for x, y in zip(r_rods, gr)], r_body + gb, g)
+        return self.join([x + y for x, y in zip(r_rods, gr)], r_body + gb, g_q if g is None else g)
 
     def static_residual(self, q, t, aux):
         """Static equilibrium (:func:`jaxrod.solve_static`): the attachment multipliers of ``q``
@@ -546,7 +549,7 @@ class HybridSystem(AbstractImplicitModel):
         rq, bq, mu = self.split(q)
         r = self._map_rods(lambda m, qi, ax: m.static_residual(qi, t, ax), rq, aux[:-1])
         rb = bq[:0] if self.multibody is None else self.multibody.static_residual(bq, t, aux[-1])
-        return self._coupled(q, r, rb, mu, self.attachment_constraints(rq, bq, aux), aux)
+        return self._coupled(q, r, rb, mu, None, aux)
 
     def acceleration_residual(self, q, v, a, t, aux):
         """Consistent initial acceleration (schemes with ``needs_acceleration``): the attachment
@@ -597,12 +600,12 @@ class HybridSystem(AbstractImplicitModel):
 
     def init_aux(self, q):
         rq, bq, _ = self.split(q)
-        return tuple(m.init_aux(qi) for m, qi in zip(self.rods, rq)) + (
+        return tuple(self._map_rods(lambda m, qi: m.init_aux(qi), rq)) + (
             self._body_part(lambda mb: mb.init_aux(bq), None),)
 
     def update_aux(self, q, aux):
         rq, bq, _ = self.split(q)
-        return tuple(m.update_aux(qi, ax) for m, qi, ax in zip(self.rods, rq, aux[:-1])) + (
+        return tuple(self._map_rods(lambda m, qi, ax: m.update_aux(qi, ax), rq, aux[:-1])) + (
             self._body_part(lambda mb: mb.update_aux(bq, aux[-1]), None),)
 
     def default_linear_solver(self):
@@ -623,7 +626,7 @@ class HybridSystem(AbstractImplicitModel):
     def observe(self, q, v, aux):
         rq, bq, _ = self.split(q)
         rv, bv, _ = self.split(v)
-        obs = [_observe_rod(m, qi, vi, ax) for m, qi, vi, ax in zip(self.rods, rq, rv, aux[:-1])]
+        obs = self._map_rods(_observe_rod, rq, rv, aux[:-1])
         pos = [o[0] for o in obs]
         frames = [o[1] for o in obs]
         if self.multibody is not None:

@@ -368,11 +368,14 @@ class MultibodySystem(AbstractImplicitModel):
         F = R_ext[ends] @ E
         return P[:, 0], P[:, 1], F[:, 0], F[:, 1]
 
-    def _each_group(self, fn, x, R):
+    def _each_group(self, fn, x, R, only=None):
         """``[vmap(fn)(joints, P1, P2, F1, F2, ends) for each group of like joints]`` (one traced
-        evaluation per joint type, whatever the number of joints)."""
+        evaluation per joint type, whatever the number of joints); ``only(joint type)`` False
+        skips a group."""
         out = []
         for joints, members in zip(self.groups, self.group_members):
+            if only is not None and not only(type(joints)):
+                continue
             pts = self._joint_points(x, R, members)
             ends = jnp.asarray(np.asarray(self.body_index, dtype=int).reshape(-1, 2)[np.asarray(members, dtype=int)])
             out.append(eqx.filter_vmap(fn)(joints, *pts, ends))
@@ -386,8 +389,16 @@ class MultibodySystem(AbstractImplicitModel):
 
     def joint_potential(self, x, R, t):
         """Energy of the joint springs minus the work of the joint input torques [J]."""
-        e = self._each_group(lambda j, P1, P2, F1, F2, _: j.potential(P1, P2, F1, F2, t), x, R)
-        return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
+        return self._constraints_and_potential(x, R, t)[1]
+
+    def _constraints_and_potential(self, x, R, t):
+        """``(constraints(x, R, t), joint_potential(x, R, t))`` from one pass over the joint groups
+        (one set of joint points and one ``vmap`` per group: the residual needs both, and every
+        Newton program holds the residual several times)."""
+        out = self._each_group(
+            lambda j, P1, P2, F1, F2, _: (j.constraint(P1, P2, F1, F2, t), j.potential(P1, P2, F1, F2, t)), x, R)
+        g = jnp.concatenate([jnp.ravel(c) for c, _ in out]) if out else jnp.zeros((0,), x.dtype)
+        return g, sum((jnp.sum(e) for _, e in out), jnp.zeros((), x.dtype))
 
     def _dissipation(self, x, R, xd, omega):
         # world-frame velocities, the world (index -1) at rest at the origin
@@ -400,7 +411,8 @@ class MultibodySystem(AbstractImplicitModel):
             v2 = u[ends[1]] + jnp.cross(w[ends[1]], P2 - c[ends[1]])
             return j.dissipation(P1, P2, F1, F2, v1, v2, w[ends[0]], w[ends[1]])
 
-        e = self._each_group(one, x, R)
+        # joint types without dampers (the base class's zero dissipation) are not traced
+        e = self._each_group(one, x, R, only=lambda kind: kind.dissipation is not AbstractJoint.dissipation)
         return sum((jnp.sum(v) for v in e), jnp.zeros((), x.dtype))
 
     def applied(self, t):
@@ -434,8 +446,8 @@ class MultibodySystem(AbstractImplicitModel):
             xx, pp, _ = self.unpack(qq)
             RR = self.rotations(pp, aux)
             dtheta = unskew(jnp.einsum("bji,bjk->bik", R, RR))
-            g = self.constraints(xx, RR, t)
-            joints = self.joint_potential(xx, RR, t) + (lam * keep) @ g
+            g, potential = self._constraints_and_potential(xx, RR, t)
+            joints = potential + (lam * keep) @ g
             return jnp.sum(f_lin * xx) + jnp.sum(tau * dtheta) + joints + force_work(xx, RR), g
 
         # g comes back as the value at qq = q: one traced constraint evaluation serves both uses

@@ -43,7 +43,9 @@ DEFAULT_SOLVER = NewtonSolver(
     fallback="levenberg_marquardt",
 )
 #: Static solves may start far from the solution: more steps (for hard cases use ``load_steps`` or
-#: ``fallback="levenberg_marquardt"``; the fallback doubles the compile time).
+#: ``fallback="levenberg_marquardt"``, which adds the LM loop to the program; the first attempt and
+#: the polish after LM are one Newton loop, so the residual is compiled once: a static solve with
+#: the fallback has 6951 HLO instructions, 9131 when they were two loops).
 DEFAULT_STATIC_SOLVER = NewtonSolver(rtol=1e-11, atol=1e-11, max_steps=100, linear_solver=DenseJacobianSolver())
 
 

@@ -10,6 +10,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def skew(v):
@@ -465,6 +466,23 @@ def se3_adjoint(T):
     return jnp.concatenate([top, jnp.concatenate([pR, R], axis=-1)], axis=-2)
 
 
+def _ad_gather():
+    """``(index (6, 6), sign (6, 6))`` with ``ad(x)[i, j] = sign[i, j] x[index[i, j]]``: ``ad`` has
+    at most one component of ``x`` per entry (``[omega]_x`` on the diagonal blocks, ``[v]_x``
+    lower left), so one gather and one product build it, instead of the slices, negations and
+    stacks of two skew matrices (the PCS recursion forms ``ad`` at every quadrature point and in every
+    Jacobian column: its traced and compiled size counts; the values are the same)."""
+    index, sign = np.zeros((6, 6), int), np.zeros((6, 6))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):  # skew(v)[i, j] = -v[k], skew(v)[j, i] = v[k]
+        for r, c, off in ((0, 0, 0), (3, 3, 0), (3, 0, 3)):
+            index[r + i, c + j], sign[r + i, c + j] = off + k, -1.0
+            index[r + j, c + i], sign[r + j, c + i] = off + k, 1.0
+    return index, sign
+
+
+_AD_INDEX, _AD_SIGN = _ad_gather()
+
+
 def se3_ad(xi):
     """Little adjoint ``ad_xi`` (6x6) with ``ad_xi eta = vee([hat xi, hat eta])``.
 
@@ -475,8 +493,5 @@ def se3_ad(xi):
     Returns:
         ``(..., 6, 6)``.
     """
-    xi = jnp.asarray(xi)
-    kw, kv = skew(xi[..., :3]), skew(xi[..., 3:])
-    top = jnp.concatenate([kw, jnp.zeros_like(kw)], axis=-1)
-    return jnp.concatenate([top, jnp.concatenate([kv, kw], axis=-1)], axis=-2)
+    return jnp.asarray(xi)[..., _AD_INDEX] * _AD_SIGN
 

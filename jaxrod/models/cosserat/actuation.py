@@ -83,42 +83,50 @@ def _one_tendon(r, rs, rss, tau, u, v):
     return a, jnp.cross(r, a), A, G, rh @ G
 
 
-def tendon_coefficients(routings, taus, s, u, v):
-    """Sums over tendons of ``(a (3,), b (3,), A, G, H (3, 3))`` of spec 7.2 at arc length ``s``
-    for curvature ``u`` and strain ``v`` (local frame); ``taus (n,)`` tensions [N] (0: inactive)."""
-    out = None
-    for k, rt in enumerate(routings):
-        terms = _one_tendon(*routing_derivatives(rt, s), taus[k], u, v)
-        out = terms if out is None else tuple(x + y for x, y in zip(out, terms))
-    return out
+def routing_table(routings, s):
+    """``(r, r_s, r_ss)``, each ``(*s.shape, n_tendons, 3)``: every routing's offset and its first
+    two arc-length derivatives at the arc lengths ``s`` (e.g. all evaluation points of a sweep).
+    The routings depend on ``s`` only, so the shooting model evaluates them once per sweep, outside
+    the arc-length loop, instead of differentiating every routing inside every rhs evaluation (a
+    sampled routing's spline solve included); the loop body then no longer grows with them."""
+    s = jnp.asarray(s, dtype=float)
+    flat = s.reshape(-1)
+    cols = [jax.vmap(lambda x, rt=rt: routing_derivatives(rt, x))(flat) for rt in routings]
+    return tuple(jnp.stack([c[k] for c in cols], axis=1).reshape(*s.shape, len(routings), 3) for k in range(3))
 
 
-def termination_loads(routings, taus, s, u, v):
+def tendon_coefficients(routes, taus, u, v):
+    """Sums over tendons of ``(a (3,), b (3,), A, G, H (3, 3))`` of spec 7.2 at one point for
+    curvature ``u`` and strain ``v`` (local frame); ``routes = (r, r_s, r_ss)``, each ``(n, 3)``,
+    the tendons' routings there (:func:`routing_table`); ``taus (n,)`` tensions [N] (0: inactive).
+    One batched term for all tendons: the traced program does not grow with their number."""
+    r, rs, rss = routes
+    terms = jax.vmap(_one_tendon, in_axes=(0, 0, 0, 0, None, None))(r, rs, rss, taus, u, v)
+    return tuple(jnp.sum(x, axis=0) for x in terms)
+
+
+def termination_loads(routes, taus, u, v):
     """Local-frame point force ``sum F^b`` [N] and moment ``sum r x F^b`` [N m] of the tendons
-    anchored at arc length ``s`` (``taus (n,)``: their tensions, 0 for the others), from the
-    strains on the base side ``u(s^-)``, ``v(s^-)``."""
-    F = jnp.zeros(3)
-    Mo = jnp.zeros(3)
-    for k, rt in enumerate(routings):
-        p, pn = path_tangent(rt, s, u, v)
-        Fi = -taus[k] * p / pn
-        F, Mo = F + Fi, Mo + jnp.cross(rt(s), Fi)
-    return F, Mo
+    anchored at one arc length (``routes = (r, r_s, r_ss)``, each ``(n, 3)``, there; ``taus (n,)``:
+    their tensions, 0 for the others), from the strains on the base side ``u(s^-)``, ``v(s^-)``."""
+    r, rs, _ = routes
+    p = jnp.cross(u, r) + rs + v
+    Fi = -taus[:, None] * p / jnp.linalg.norm(p, axis=-1, keepdims=True)
+    return jnp.sum(Fi, axis=0), jnp.sum(jnp.cross(r, Fi), axis=0)
 
 
-def path_tangent(routing, s, u, v):
-    """``(p_si^b (3,), |p_si^b|)``: the tendon path's tangent ``u x r + r_s + v`` (local frame)."""
-    r, rs, _ = routing_derivatives(routing, s)
+def path_tangent(r, rs, u, v):
+    """``(p_si^b (3,), |p_si^b|)``: the tendon path's tangent ``u x r + r_s + v`` (local frame) for
+    the routing's offset ``r`` and derivative ``r_s`` at that point (:func:`routing_table`)."""
     p = jnp.cross(u, r) + rs + v
     return p, jnp.linalg.norm(p)
 
 
-def friction_load(routing, s, u, v, tau, beta, nu):
+def friction_load(r, p, pn, u, tau, beta, nu):
     """Local-frame friction force [N/m] and moment [N m/m] per unit length on the backbone
-    (:attr:`~jaxrod.actuation.tendons.Tendon.friction`): ``f = beta |tau| |u_xy| nu p/|p|``, ``l = r x f``; ``nu`` [m/s]
-    the tendon's velocity relative to its channel, positive toward the anchor."""
-    r, _, _ = routing_derivatives(routing, s)
-    p, pn = path_tangent(routing, s, u, v)
+    (:attr:`~jaxrod.actuation.tendons.Tendon.friction`): ``f = beta |tau| |u_xy| nu p/|p|``, ``l = r x f``;
+    ``r`` the channel offset, ``(p, pn)`` the path tangent and its norm (:func:`path_tangent`),
+    ``nu`` [m/s] the tendon's velocity relative to its channel, positive toward the anchor."""
     k2 = u[0] ** 2 + u[1] ** 2
     kxy = jnp.where(k2 > 0, jnp.sqrt(jnp.where(k2 > 0, k2, 1.0)), 0.0)  # |u_xy|, finite gradient at 0
     f = beta * jnp.abs(tau) * kxy * nu * p / pn

@@ -45,7 +45,7 @@ from ...actuation.chambers import check_chambers
 from ...actuation.tendons import check_tendons, section_radius_default
 from ...signals import Constant
 from . import actuation as _actuation
-from .actuation import friction_load, path_tangent, tendon_coefficients, termination_loads
+from .actuation import friction_load, path_tangent, routing_table, tendon_coefficients, termination_loads
 from .loads import PointLoad
 from .rod import CosseratRod
 
@@ -388,7 +388,7 @@ class CosseratModel(eqx.Module):
         u = P.inv_bt * (mb + P.K_bt * P.u_star - P.B_bt * uh)
         return R, nb, mb, v, vt, u, P.c0 * u + uh
 
-    def rhs(self, y, wh, P: StepConstants, s=0.0, taus=None, lengths=None):
+    def rhs(self, y, wh, P: StepConstants, s=0.0, taus=None, lengths=None, routes=None):
         """``(y_s (19,), w (w_size,))``: arc-length derivative of the state and the grid variables
         ``[q, w, v, u]`` (with tendons ``[q, w, v, u, v_s, u_s]``) at one point, given its history
         ``wh`` of the same layout (eq. 7/11; with tendons eq. 17 and its Kirchhoff variant).
@@ -398,7 +398,9 @@ class CosseratModel(eqx.Module):
         ``T (n_len,)`` after the 19 state values (``T`` changes along ``s`` by the friction the
         tendon feels, ``T_s = f . t``, so that friction loads are balanced at the anchor, which
         is pulled by ``T(s_t)``), ``y_s`` their rates, and ``lengths = (active (n_tendons,),
-        S_end_t (n_len,))`` gives which tendons run here and ``d/dt S(s_t)``.
+        S_end_t (n_len,))`` gives which tendons run here and ``d/dt S(s_t)``. ``routes``: the
+        tendons' ``(r, r_s, r_ss)`` at ``s`` (:func:`~.actuation.routing_table`, each ``(n_tendons,
+        3)``), which the sweep evaluates once for all its points; ``None``: evaluated here.
 
         Rotations are applied as elementwise sums (:func:`_mv`), not ``dot``: XLA on CPU runs
         tiny matrix products as separate slow kernels (measured 1.8x faster Jacobians).
@@ -426,6 +428,8 @@ class CosseratModel(eqx.Module):
             fp, lp = _actuation.pressure_loads(self.chambers, P.pressures, u, v)
             ns, ms = (ns + fp, ms + lp) if local else (ns + _mv(R, fp), ms + _mv(R, lp))
         if self.tendons:
+            if routes is None:
+                routes = routing_table([td.routing for td in self.tendons], s)
             idx = self._length_tendons()
             friction = None
             if idx:
@@ -437,18 +441,18 @@ class CosseratModel(eqx.Module):
                 S_s, T_s = [], []
                 for k, i in enumerate(idx):
                     td = self.tendons[i]
-                    p, pn = path_tangent(td.routing, s, u, v)
+                    p, pn = path_tangent(routes[0][i], routes[1][i], u, v)
                     S_s.append(active[i] * pn / (1.0 + td.compliance * T[k]))
                     if td.friction is None:
                         T_s.append(jnp.zeros(()))
                         continue
                     # nu = d/dt [S(s_t) - S(s)]: the time scheme's derivative of this point's own length
                     nu = S_end_t[k] - (c0 * S[k] + wh[W_SIZE + 6 + k])
-                    f, l_ = friction_load(td.routing, s, u, v, taus[i], td.friction, nu)
+                    f, l_ = friction_load(routes[0][i], p, pn, u, taus[i], td.friction, nu)
                     friction = (friction[0] + f, friction[1] + l_)
                     T_s.append(jnp.dot(f, p) / pn)
                 extra_rates = S_s + T_s
-            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, s, taus, friction)
+            ns, ms, vs, us = self._tendon_loads(ns, ms, R, nb, mb, v, u, wh, P, routes, taus, friction)
             grid_vars += [vs, us]
             if idx:
                 grid_vars += [S, T]
@@ -458,16 +462,17 @@ class CosseratModel(eqx.Module):
         return jnp.concatenate([ps, hs, ns, ms, qs, ws, jnp.stack(extra_rates) if extra_rates else jnp.zeros(0)]), \
             jnp.concatenate(grid_vars)
 
-    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, s, taus, friction=None):
+    def _tendon_loads(self, ns, ms, R, nb, mb, v, u, wh, P: StepConstants, routes, taus, friction=None):
         """Add the distributed tendon loads to ``n_s``, ``m_s`` (frame of the state): solves
         ``Phi [v_s; u_s] = [nb_s0 - a - B_se v_s^h; mb_s0 - b - B_bt u_s^h]`` (spec 7.2, eq. 17),
         where ``nb_s0``, ``mb_s0`` are the derivatives of the local internal loads without the
         tendons, so that ``nb_s = (K_se + c0 B_se) v_s + B_se v_s^h`` (the differentiated
-        constitutive law) holds with the tendon loads included. ``friction``: local friction
+        constitutive law) holds with the tendon loads included. ``routes``: the tendons' ``(r, r_s,
+        r_ss)`` at this point. ``friction``: local friction
         force and moment per length (independent of ``v_s``, ``u_s``), added to ``a`` and ``b``.
         Returns ``(ns, ms, v_s, u_s)``."""
         local = self.frame == "local"
-        a, b, A, G, H = tendon_coefficients([td.routing for td in self.tendons], taus, s, u, v)
+        a, b, A, G, H = tendon_coefficients(routes, taus, u, v)
         if friction is not None:
             a, b = a + friction[0], b + friction[1]
         nbs0 = ns if local else _mtv(R, ns) - _cross(u, nb)
@@ -653,11 +658,12 @@ class CosseratModel(eqx.Module):
         # static solves, which run once: a smaller program matters more than its speed there)
         roll_stages = bool(roll_stages) or bool(self.tendons)
 
-        def anchor(y, whm, sk, taus):
-            """``y`` with the point loads of the tendons anchored here (tensions ``taus``), from
-            the strains on the base side (state ``y`` before the jump, history ``whm``)."""
+        def anchor(y, whm, routes, taus):
+            """``y`` with the point loads of the tendons anchored here (tensions ``taus``, routings
+            ``routes`` here), from the strains on the base side (state ``y`` before the jump,
+            history ``whm``)."""
             R, _, _, v, _, u, _ = self._strains(y, whm, P)
-            F, Mo = termination_loads(routings, taus, sk, u, v)
+            F, Mo = termination_loads(routes, taus, u, v)
             if not local:
                 F, Mo = _mv(R, F), _mv(R, Mo)
             return y.at[7:13].add(-jnp.concatenate([F, Mo]))
@@ -680,19 +686,21 @@ class CosseratModel(eqx.Module):
             return tau_all.at[jnp.asarray(idx)].set(y[Y_SIZE + len(idx):Y_SIZE + 2 * len(idx)])
 
         def body(y, xs):
-            d, wa, wst, jump, sj, taus, flags, whm, act = xs
+            d, wa, wst, jump, sj, taus, flags, whm, act, rts = xs
+            rt0 = None if rts is None else tuple(a[0] for a in rts)  # the routings at sj
             if interior_ends:
-                y = anchor(y, whm, sj, flags * tensions_here(y))
+                y = anchor(y, whm, rt0, flags * tensions_here(y))
             y = apply_jump(y, jump)
             lg = None if lengths_ is None else (act, *lengths_)
             if rk4 and roll_stages:
                 # the four stages as a loop over one traced rhs (RK4_NODES), same arithmetic
                 def stage(k_prev, xs_s):
-                    wh_s, a = xs_s
-                    k, z_ = self.rhs(y + a * d * k_prev, wh_s, P, sj + a * d, taus, lg)
+                    wh_s, a, rt_s = xs_s
+                    k, z_ = self.rhs(y + a * d * k_prev, wh_s, P, sj + a * d, taus, lg, rt_s)
                     return k, (k, z_)
 
-                _, (ks, zs4) = jax.lax.scan(stage, jnp.zeros_like(y), (jnp.concatenate([wa[None], wst]), RK4_NODES))
+                _, (ks, zs4) = jax.lax.scan(stage, jnp.zeros_like(y),
+                                            (jnp.concatenate([wa[None], wst]), RK4_NODES, rts))
                 k1, k2, k3, k4 = ks[0], ks[1], ks[2], ks[3]
                 y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
                 z, zst = zs4[0], zs4[1:]
@@ -704,7 +712,7 @@ class CosseratModel(eqx.Module):
                 y1 = y + d * (k1 + 2.0 * (k2 + k3) + k4) / 6.0
                 zst = jnp.stack([z2, z3, z4])
             else:
-                k1, z = self.rhs(y, wa, P, sj, taus, lg)
+                k1, z = self.rhs(y, wa, P, sj, taus, lg, rt0)
                 y1 = y + d * k1
                 zst = jnp.zeros((0, self.w_size), y.dtype)
             return y1, (y, z, zst)
@@ -734,6 +742,17 @@ class CosseratModel(eqx.Module):
                        taus_[-1:], jnp.zeros_like(anchored_[-1:]), whm_[-1:], act_[-1:])
             per_interval = tuple(jnp.concatenate([a, b]) for a, b in zip(per_interval, tip_row))
         n_rows = per_seg + (1 if tip_in_scan else 0)
+        tip_routes = None
+        if self.tendons:
+            # the routings at every evaluation point of the sweep (each interval's start and,
+            # with RK4, its stage points s_j + RK4_NODES ds_j: the same arithmetic as in the loop),
+            # evaluated once here: the loop body holds no routing code (routing_table)
+            d_all, s_all = per_interval[0], per_interval[4]
+            s_eval = s_all[:, None] + RK4_NODES[None, :] * d_all[:, None] if rk4 else s_all[:, None]
+            per_interval = (*per_interval, routing_table(routings, s_eval))
+            tip_routes = routing_table(routings, s[-1])
+        else:
+            per_interval = (*per_interval, None)
         chunked = jax.tree_util.tree_map(lambda a: a.reshape(K, n_rows, *a.shape[1:]), per_interval)
         ends, (ys, zs, zst) = jax.vmap(lambda y0_, xs: jax.lax.scan(body, y0_, xs))(starts, chunked)
         continuity = (ends[:-1, :Y_SIZE] - starts[1:, :Y_SIZE]) / scale
@@ -743,9 +762,9 @@ class CosseratModel(eqx.Module):
                 zN = zs[-1, -1]
             else:
                 lg = None if lengths_ is None else (tendon[3][n_int - 1], *lengths_)
-                _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg)
+                _, zN = self.rhs(yN, wh_nodes[-1], P, s[-1], tendon[0][n_int - 1], lg, tip_routes)
             tip_taus = tensions_here(yN) * jnp.asarray(np.array(self._termination_nodes()) == n_int, dtype=float)
-            yN = anchor(yN, wh_nodes[-1], s[-1], tip_taus)
+            yN = anchor(yN, wh_nodes[-1], tip_routes, tip_taus)
         else:
             _, zN = self.rhs(yN, wh_nodes[-1], P)
         if self.chambers:  # caps at the distal end: n^b(L) = n^b(L-) - sum P A e3 (zN: L- side)

@@ -508,6 +508,15 @@ def _eigen(M, C, K, J, massless, n, general):
     phi = phi / _mode_scale(phi, J)[None, :]
     m = jnp.einsum("in,ij,jn->n", phi, M, phi)
     k = jnp.einsum("in,ij,jn->n", phi, K, phi)
+    if not general:
+        # the Rayleigh quotient of each mode on the unscaled M, K: stationary at an eigenvector, so
+        # its error is second order in the eigenvector's, where eigh's own eigenvalue carries
+        # round-off of the whole spectrum of L^-1 K L^-T (eps * lam_max: a near-massless rod's modes
+        # shifted a stiff body's by 1.4e-5 relative, and split a round rod's degenerate pair)
+        # phi held fixed: the derivative is then eigh's eigenvalue derivative phi^T (dK - lam dM) phi / m
+        # (no eigenvector derivative, which is singular within a degenerate pair)
+        ps = jax.lax.stop_gradient(phi)
+        lam = jnp.einsum("in,ij,jn->n", ps, K, ps) / jnp.einsum("in,ij,jn->n", ps, M, ps)
     Cm = phi.T @ C @ phi
     c = jnp.diag(Cm)
     zeta = c / (2.0 * jnp.sqrt(jnp.abs(k) * m))

@@ -42,13 +42,14 @@ class AbstractImplicitModel(eqx.Module):
     def prescribed(self, t):
         """Values of the prescribed DOFs at time ``t`` [s] (array shaped like ``q``)."""
 
-    @abc.abstractmethod
     def init_aux(self, q):
-        """Reference data for configuration ``q`` at the start of a run."""
+        """Reference data for configuration ``q`` at the start of a run (a pytree the time loop
+        carries, e.g. DER's reference frames). Default: ``None``, a model without any."""
+        return None
 
-    @abc.abstractmethod
     def update_aux(self, q, aux):
-        """Reference data after a step has converged at ``q``."""
+        """Reference data after a step has converged at ``q``. Default: ``aux`` unchanged."""
+        return aux
 
     @abc.abstractmethod
     def default_linear_solver(self):

@@ -403,12 +403,6 @@ class PCSModel(AbstractImplicitModel):
     def prescribed(self, t):
         return jnp.zeros(int(self.rod.n_segments) * self.n_modes)
 
-    def init_aux(self, q):
-        return None
-
-    def update_aux(self, q, aux):
-        return aux
-
     def default_linear_solver(self):
         return DenseJacobianSolver()
 

@@ -265,11 +265,5 @@ class ClampedRodModel(AbstractImplicitModel):
     def prescribed(self, t):
         return jnp.zeros(self.initial_state().q.shape)
 
-    def init_aux(self, q):
-        return None
-
-    def update_aux(self, q, aux):
-        return aux
-
     def default_linear_solver(self):
         return DenseJacobianSolver()

@@ -6,7 +6,8 @@ below the pivot) hinged about the world y axis at the origin, released at rest f
 theta_h0 = 85 deg (angle from the downward vertical, positive toward -x), with viscous joint
 damping ``joint_damping`` [N m s/rad]. Its motion is computed first from
 :class:`~jaxrod.system.MultibodySystem` (a :class:`~jaxrod.system.Revolute` joint with damping),
-integrated in joint coordinates (:class:`~jaxrod.system.JointSpaceSystem`, RK4), and then *replayed* as the prescribed motion of the fabric's clamps,
+integrated in joint coordinates (:class:`~jaxrod.system.JointSpaceSystem`, RK4), and then
+*replayed* as the prescribed motion of the fabric's clamps,
 as TMTDyn replays the recorded link trajectory (its constraint ``chi_c = rho_com``): the fabric
 does not act back on the link (TMTDyn: "m1 and I_m1 are not important"). The paper's
 mu_h = 1e2 "N s/m" is in garbled units and would hold the link still; the default 2e-4 N m s/rad
@@ -168,9 +169,10 @@ def pendulum_motion(theta0: float, joint_damping: float, *, dt: float, n_steps: 
     (:class:`~jaxrod.system.JointSpaceSystem`, RK4: one angle, no Newton solve) and return
     ``(times (T,) [s], angle (T,) [rad], stats)``: the link's angle at every step.
 
-    Joint coordinates rather than the maximal-coordinate model's average vector field: a
-    smaller program (cold, 1000 steps of 5 ms: 3.9 s CPU against 8.5 s) and a more accurate
-    period at the scene's step (1e-7 against 1.3e-4 of the elliptic-integral period)."""
+    Joint coordinates rather than the maximal-coordinate model's average vector field and Newton:
+    cheaper (cold, 1000 steps of 5 ms: 3.9 s CPU against 8.5 s, mostly the Newton steps' run
+    time, not compilation) and a more accurate period at the scene's step (6e-8 against 1.3e-4 of
+    the elliptic-integral period, measured; tests/test_sleeve.py bounds it by 2e-3)."""
     from ..integrate import simulate
     from ..system import JointSpaceSystem
 

@@ -110,8 +110,8 @@ def termination_loads(routes, taus, u, v):
     anchored at one arc length (``routes = (r, r_s, r_ss)``, each ``(n, 3)``, there; ``taus (n,)``:
     their tensions, 0 for the others), from the strains on the base side ``u(s^-)``, ``v(s^-)``."""
     r, rs, _ = routes
-    p = jnp.cross(u, r) + rs + v
-    Fi = -taus[:, None] * p / jnp.linalg.norm(p, axis=-1, keepdims=True)
+    p, pn = jax.vmap(path_tangent, in_axes=(0, 0, None, None))(r, rs, u, v)
+    Fi = -taus[:, None] * p / pn[:, None]
     return jnp.sum(Fi, axis=0), jnp.sum(jnp.cross(r, Fi), axis=0)
 
 

@@ -13,6 +13,7 @@ value that became static) is visible in a log or assertable in a test::
     log.events     # [(program name, seconds), ...] in order, e.g. [("jit(f)", 0.012)]
     log.cache_hits # [(program name, seconds to load), ...] read from the persistent cache
     log.compilations  # all of them as Compilation(name, seconds, cached, cause, repeat)
+    log.uncacheable   # module names JAX compiled but would not write to the persistent cache
 
 What is counted, and how (jax 0.10):
 
@@ -33,6 +34,10 @@ What is counted, and how (jax 0.10):
   functions defined outside JAX itself, and not those jitted through another wrapper (then the
   explanations it logs are for functions traced inside the program), so some compilations carry
   none; ``repeat`` (> 0: a program of that name was compiled before) still flags a recompilation.
+- Not cacheable (also with ``explain=True``): JAX does not write a program holding a host callback
+  to the persistent cache, and says so on its compiler logger; the module name (``jit_f``) is
+  listed in ``uncacheable``. In jaxrod that is ``simulate``/``solve_static`` under ``jit`` with
+  ``throw=True``: see :mod:`jaxrod.config` (``throw=False`` or ``JAXROD_TRACED_ERRORS=nan``).
 
 Turning the log on for a whole run: the environment variable ``JAXROD_LOG_COMPILES=1`` (read when
 ``jaxrod`` is imported, see :mod:`jaxrod.config`) or ``jaxrod simulate ... --log-compiles`` print
@@ -95,10 +100,21 @@ class CompileLog:
     """The compilations seen while a :func:`record` block was open (see the module docstring).
     ``on_compile``, if given, is called with each :class:`Compilation` as it happens."""
 
-    def __init__(self, on_compile: Callable[[Compilation], None] | None = None):
+    def __init__(self, on_compile: Callable[[Compilation], None] | None = None,
+                 on_uncacheable: Callable[[str], None] | None = None):
         self.compilations: list[Compilation] = []
+        #: module names (e.g. ``"jit_loss"``) that JAX compiled but did not write to the
+        #: persistent cache because they hold a host callback
+        self.uncacheable: list[str] = []
         self.on_compile = on_compile
+        self.on_uncacheable = on_uncacheable
         self._lock = threading.Lock()
+
+    def _add_uncacheable(self, module: str) -> None:
+        with self._lock:
+            self.uncacheable.append(module)
+        if self.on_uncacheable is not None:
+            self.on_uncacheable(module)
 
     def _add(self, c: Compilation) -> None:
         with self._lock:
@@ -187,6 +203,13 @@ class _ExplainCapture(logging.Filter):
             causes.append(msg)
             del causes[:-50]  # traces that never compile (inner functions) must not pile up
             return False
+        callback = _HOST_CALLBACK.match(msg)
+        if callback:
+            with _lock:
+                targets = list(_active)
+            for log in targets:
+                log._add_uncacheable(callback.group(1))
+            return False
         if msg.startswith(("PERSISTENT COMPILATION CACHE MISS", "Not writing persistent cache entry",
                            "Not writing cache entry", "Writing ")) and record.levelno == logging.WARNING:
             return False
@@ -194,6 +217,8 @@ class _ExplainCapture(logging.Filter):
 
 
 _capture = _ExplainCapture()
+# jax/_src/compiler.py's _cache_write (jax 0.10)
+_HOST_CALLBACK = re.compile(r"Not writing persistent cache entry for '([^']+)' because it uses host callbacks")
 
 
 def _install() -> None:
@@ -255,11 +280,14 @@ class record:
         explain: capture JAX's cache-miss explanations as each compilation's ``cause`` (turns on
             ``jax_explain_cache_misses`` while the block is open; restored afterwards).
         on_compile: called with each :class:`Compilation` as it happens (e.g. to print it).
+        on_uncacheable: called with the module name of each program JAX compiled but did not write
+            to the persistent cache because it holds a host callback (needs ``explain=True``).
     """
 
-    def __init__(self, explain: bool = True, on_compile: Callable[[Compilation], None] | None = None):
+    def __init__(self, explain: bool = True, on_compile: Callable[[Compilation], None] | None = None,
+                 on_uncacheable: Callable[[str], None] | None = None):
         self.explain = explain
-        self.log = CompileLog(on_compile)
+        self.log = CompileLog(on_compile, on_uncacheable)
 
     def __enter__(self) -> CompileLog:
         global _explaining, _explain_was_on
@@ -294,6 +322,12 @@ def format_compilation(c: Compilation) -> str:
     return line + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def format_uncacheable(module: str) -> str:
+    """The line :func:`log_to_stderr` prints for a program JAX would not cache."""
+    return (f"compile: {module} not written to the persistent cache: it holds a host callback (in jaxrod: simulate "
+            "or solve_static under jit with throw=True; pass throw=False or set JAXROD_TRACED_ERRORS=nan to cache it)")
+
+
 _stderr_log: CompileLog | None = None
 
 
@@ -308,7 +342,8 @@ def log_to_stderr(stream=None) -> CompileLog:
     def out(line: str) -> None:
         print(line, file=sys.stderr if stream is None else stream, flush=True)
 
-    rec = record(explain=True, on_compile=lambda c: out(format_compilation(c)))
+    rec = record(explain=True, on_compile=lambda c: out(format_compilation(c)),
+                 on_uncacheable=lambda m: out(format_uncacheable(m)))
     _stderr_log = rec.__enter__()
     t0 = time.monotonic()
 

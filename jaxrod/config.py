@@ -61,6 +61,27 @@ when JAX's backend was started before ``import jaxrod`` (flags are read once, at
 ``yes``, ``on``), importing jaxrod starts :func:`jaxrod.compile_log.log_to_stderr`: one line on stderr
 per XLA compilation (program name, seconds, JAX's explanation of the cache miss) and a summary line
 at exit. ``jaxrod simulate ... --log-compiles`` does the same for one command.
+
+**Failures inside compiled programs, and the cache.** ``simulate``/``solve_static`` called under
+``jax.jit``, ``jax.vmap`` or ``jax.grad`` with ``throw=True`` (the default) report a failed Newton
+solve by a host callback in the program, which raises :class:`~jaxrod.ConvergenceError` with the
+step, time and residual. JAX never writes a program that holds a host callback to the persistent
+cache, so such a program (a user's jitted loss around ``simulate``, its gradient) is compiled again
+in every new process: the forward-mode loss of ``notebooks/der_quickstart.ipynb`` (21-node DER
+cantilever, 26 steps) took 27-32 s of XLA time in each fresh process, its first six cells 38 s of
+process CPU with the cache warm; with ``JAXROD_TRACED_ERRORS=nan`` the second process read it from
+the cache and the same cells took 12.6 s of CPU (2026-11-28, 2-core machine, load 3-6). Two ways
+out, both giving cacheable programs:
+
+- ``throw=False`` in that call: the frames after a failed step come back NaN, and
+  ``traj.stats.converged`` / ``traj.valid`` say where it failed;
+- the environment variable ``JAXROD_TRACED_ERRORS=nan`` (or :func:`set_traced_errors` ``("nan")``)
+  for every call: with ``throw=True`` a failed run's arrays (positions, ``q``, ``v``, frames; a
+  static solve's state) come back all NaN, so no result of it can be mistaken for a good one, but
+  without the message. Default ``raise`` (the callback). The mode is read when a program is
+  traced: change it before the first call of a jitted function.
+
+The compile log (below) flags each program that was not cached for this reason.
 """
 
 from __future__ import annotations
@@ -79,12 +100,15 @@ __all__ = [
     "XLA_FLAGS_ENV_VAR",
     "LOG_COMPILES_ENV_VAR",
     "MIN_COMPILE_TIME_SECS",
+    "TRACED_ERRORS_ENV_VAR",
     "apply_defaults",
     "cache_dir",
     "default_cache_dir",
     "quiet_compiles",
     "set_cache_dir",
     "set_quiet_compiles",
+    "set_traced_errors",
+    "traced_errors",
 ]
 
 CACHE_ENV_VAR = "JAXROD_CACHE_DIR"
@@ -92,6 +116,9 @@ XLA_FLAGS_ENV_VAR = "JAXROD_XLA_FLAGS"
 #: XLA flags jaxrod adds on import (module docstring): faster compilation, slightly slower runs
 DEFAULT_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 LOG_COMPILES_ENV_VAR = "JAXROD_LOG_COMPILES"
+TRACED_ERRORS_ENV_VAR = "JAXROD_TRACED_ERRORS"
+_TRACED_ERROR_MODES = ("raise", "nan")
+_traced_errors: str | None = None  # set_traced_errors(); None: the environment variable, else "raise"
 
 #: Programs that took at least this long to compile are written to the cache [s]. Measured on the
 #: default example (``jaxrod simulate cantilever-a1``, busy 2-core machine): one time-stepping
@@ -174,6 +201,39 @@ def set_cache_dir(path: str | os.PathLike | None) -> str | None:
     jax.config.update("jax_enable_compilation_cache", True)
     _use(resolved)
     return resolved
+
+
+def _check_traced_errors(mode, source: str) -> str:
+    value = mode.strip().lower() if isinstance(mode, str) else mode
+    if value not in _TRACED_ERROR_MODES:
+        raise ValueError(f"{source} = {mode!r}: allowed are 'raise' (a host callback raises ConvergenceError; the "
+                         "program is not written to the compilation cache) or 'nan' (a failed run's arrays come "
+                         "back NaN; the program can be cached)")
+    return value
+
+
+def traced_errors() -> str:
+    """How ``simulate``/``solve_static`` with ``throw=True`` report a failure from inside a compiled
+    program (under ``jit``/``vmap``/``grad``): ``"raise"`` (a host callback raises
+    :class:`~jaxrod.ConvergenceError`) or ``"nan"`` (the failed run's arrays come back NaN; no host
+    callback, so the program can be written to the persistent cache). See the module docstring.
+    :func:`set_traced_errors`, else ``JAXROD_TRACED_ERRORS``, else ``"raise"``."""
+    if _traced_errors is not None:
+        return _traced_errors
+    env = os.environ.get(TRACED_ERRORS_ENV_VAR)
+    if env is None or not env.strip():
+        return "raise"
+    return _check_traced_errors(env, TRACED_ERRORS_ENV_VAR)
+
+
+def set_traced_errors(mode: str | None) -> str:
+    """Set :func:`traced_errors` to ``"raise"`` or ``"nan"`` for programs traced from now on (a
+    jitted function already traced keeps its mode), or ``None`` to go back to
+    ``JAXROD_TRACED_ERRORS``/the default. Returns the mode now in effect; ``ValueError`` naming the
+    allowed values otherwise."""
+    global _traced_errors
+    _traced_errors = None if mode is None else _check_traced_errors(mode, "set_traced_errors: mode")
+    return traced_errors()
 
 
 def _user_configured_jax_cache() -> bool:

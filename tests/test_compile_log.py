@@ -122,3 +122,30 @@ def test_cli_flag_listed_and_accepted(capsys):
     """, JAXROD_CACHE_DIR="off")
     assert proc.returncode == 2, proc.stderr
     assert "error: " in proc.stderr and "compile log: " in proc.stderr.splitlines()[-1], proc.stderr
+
+
+def test_a_program_with_a_host_callback_is_listed_as_not_cacheable(tmp_path):
+    """JAX does not write a program holding a host callback to the persistent cache (jaxrod's
+    ``simulate(..., throw=True)`` under ``jit``); the log names it, and only it."""
+    before = jaxrod.config.cache_dir()
+    jaxrod.config.set_cache_dir(tmp_path)
+    try:
+        def with_callback(x):
+            y = jax.pure_callback(lambda v: np.asarray(v) + 1.0, jax.ShapeDtypeStruct((3,), x.dtype), x)
+            return y * 2.0
+
+        def without(x):
+            return x * 3.0
+
+        with compile_log.record() as log:
+            jax.jit(with_callback)(np.ones(3)).block_until_ready()
+            jax.jit(without)(np.ones(3)).block_until_ready()
+        assert log.uncacheable == ["jit_with_callback"]
+        assert "not written to the persistent cache" in compile_log.format_uncacheable("jit_with_callback")
+        # the other program went to the cache: a cleared in-memory cache loads it from disk
+        jax.clear_caches()
+        with compile_log.record() as again:
+            jax.jit(without)(np.ones(3)).block_until_ready()
+        assert again.count == 0 and [n for n, _ in again.cache_hits] == ["jit(without)"]
+    finally:
+        jaxrod.config.set_cache_dir(before)

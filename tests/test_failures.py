@@ -142,6 +142,65 @@ def test_under_jit_the_error_is_a_convergence_error_with_its_values():
         final(T_FAIL)
 
 
+@pytest.fixture
+def traced_errors_nan():
+    """``jaxrod.config.set_traced_errors("nan")`` while a test runs; reset afterwards."""
+    jaxrod.config.set_traced_errors("nan")
+    yield
+    jaxrod.config.set_traced_errors(None)
+
+
+def test_traced_errors_nan_runs_without_a_host_callback_and_a_failed_run_is_all_nan(traced_errors_nan):
+    """``JAXROD_TRACED_ERRORS=nan``: no host callback in the program (so JAX can cache it), a good
+    run unchanged, a failed one NaN in every saved array (not only after the failed step); under
+    ``vmap`` only the failed members."""
+
+    def final(t_fail):
+        tr = run(t_fail)
+        return tr.q, tr.positions
+
+    jaxpr = str(jax.make_jaxpr(final)(1e9))
+    assert "callback" not in jaxpr
+    good, bad = jax.jit(final)(1e9), jax.jit(final)(T_FAIL)
+    ref = run(1e9)  # the host path: same values
+    np.testing.assert_array_equal(np.asarray(good[0]), np.asarray(ref.q))
+    assert np.all(np.isnan(np.asarray(bad[0]))) and np.all(np.isnan(np.asarray(bad[1])))
+    q = np.asarray(jax.vmap(lambda tf: final(tf)[0])(jnp.array([1e9, T_FAIL, 1e9, 0.25])))
+    assert np.all(np.isfinite(q[[0, 2]])) and np.all(np.isnan(q[[1, 3]]))
+    # the host path still raises with its values whatever the mode
+    with pytest.raises(jaxrod.ConvergenceError):
+        run(T_FAIL)
+
+
+def test_traced_errors_nan_poisons_an_unconverged_static_solve(traced_errors_nan):
+    """A static solve under ``jit`` that does not converge: NaN instead of ``eqx.error_if``."""
+    model = Relaxation(jnp.asarray(-1.0))  # residual 1 + q^2 at t = 0 > t_fail: no root
+
+    def static_q(t_fail):
+        st, res = jaxrod.solve_static(Relaxation(t_fail), solver=SOLVER)
+        return st.q, res.converged
+
+    assert "callback" not in str(jax.make_jaxpr(static_q)(jnp.asarray(-1.0)))
+    q_bad, conv_bad = jax.jit(static_q)(jnp.asarray(-1.0))
+    q_ok, conv_ok = jax.jit(static_q)(jnp.asarray(1e9))
+    assert not bool(conv_bad) and np.all(np.isnan(np.asarray(q_bad)))
+    assert bool(conv_ok) and np.allclose(np.asarray(q_ok), 0.0, atol=1e-10)  # k1 q = 0
+    with pytest.raises(jaxrod.ConvergenceError):  # eager: raised, mode or not
+        jaxrod.solve_static(model, solver=SOLVER)
+
+
+def test_traced_errors_rejects_other_modes(monkeypatch):
+    with pytest.raises(ValueError, match=r"set_traced_errors: mode = 'quiet': allowed are 'raise' .* or 'nan'"):
+        jaxrod.config.set_traced_errors("quiet")
+    monkeypatch.setenv("JAXROD_TRACED_ERRORS", "ignore")
+    with pytest.raises(ValueError, match=r"JAXROD_TRACED_ERRORS = 'ignore': allowed are 'raise'"):
+        jaxrod.config.traced_errors()
+    monkeypatch.setenv("JAXROD_TRACED_ERRORS", " NaN ")
+    assert jaxrod.config.traced_errors() == "nan"
+    monkeypatch.delenv("JAXROD_TRACED_ERRORS")
+    assert jaxrod.config.traced_errors() == "raise"
+
+
 def test_under_vmap_the_error_names_the_failed_members():
     t_fail = jnp.array([1e9, T_FAIL, 1e9, 0.25])  # members 1 and 3 fail, at steps 4 and 2
 

@@ -15,7 +15,7 @@ from .schemes import AbstractScheme, AverageVectorField, BackwardEuler, Implicit
 from ..validation import check_int
 from .base import AbstractStepper, State
 from .loop import _f, _is_traced, _static_host_loop, static_with_progress
-from .results import ConvergenceError, newton_stats
+from .results import ConvergenceError, check_in_program, newton_stats
 
 class AbstractImplicitModel(eqx.Module):
     """A model whose time step is a Newton solve of its dynamics residual in the configuration
@@ -499,7 +499,7 @@ def solve_static_implicit(model, *, state0=None, t=0.0, solver=None, load_steps=
         result, q = _static_jit(model, state, t, solver, int(load_steps))
     if throw:
         if _is_traced(result.converged):
-            q = eqx.error_if(q, ~result.converged, "static equilibrium solve did not converge")
+            q = check_in_program(q, result.converged, "static equilibrium solve did not converge")
         elif not bool(result.converged):
             raise ConvergenceError(
                 f"static equilibrium did not converge: residual max-norm {float(result.residual_norm):.3e}, "

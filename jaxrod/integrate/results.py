@@ -178,24 +178,38 @@ class _LastError:
 _last_error = _LastError()
 
 
-def _raise_in_program(traj, t0, dt, failure=NEWTON_FAILURE):
-    """Thread a host callback into ``traj`` that raises :class:`ConvergenceError` when a step failed
-    (used when ``simulate`` runs under ``jit``/``vmap``, where Python cannot see the values)."""
-    sg = jax.lax.stop_gradient
-
-    def callback(conv, rn, t0_, dt_):
-        err = _failure_report(conv, rn, t0_, dt_, failure)
-        if err is not None:
-            with _last_error.lock:
-                _last_error.value = err
-            raise err
-        return np.zeros(np.asarray(conv).shape[:-1], bool)
-
-    flag = jax.pure_callback(
-        callback, jax.ShapeDtypeStruct((), jnp.bool_), sg(traj.stats.converged), sg(traj.stats.residual_norm),
-        sg(jnp.asarray(traj.times[0])), sg(jnp.asarray(traj.dt)), vmap_method="expand_dims",
+def _poison(tree, bad):
+    """``tree`` with every inexact array leaf NaN where ``bad`` (a traced scalar) holds."""
+    return jax.tree_util.tree_map(
+        lambda x: jnp.where(bad, jnp.nan, x) if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.inexact) else x,
+        tree,
     )
-    # the arrays depend on the callback's (always False) output so that it is never pruned
+
+
+def _raise_in_program(traj, t0, dt, failure=NEWTON_FAILURE):
+    """Report a failed step from inside a compiled program (``simulate`` under ``jit``/``vmap``,
+    where Python cannot see the values), as :func:`jaxrod.config.traced_errors` says: ``"raise"``
+    threads a host callback into ``traj`` that raises :class:`ConvergenceError`; ``"nan"`` makes
+    the run's arrays all NaN when a step failed (no callback, so the program can be cached)."""
+    from ..config import traced_errors
+
+    sg = jax.lax.stop_gradient
+    if traced_errors() == "nan":
+        flag = ~jnp.all(sg(traj.stats.converged))
+    else:
+        def callback(conv, rn, t0_, dt_):
+            err = _failure_report(conv, rn, t0_, dt_, failure)
+            if err is not None:
+                with _last_error.lock:
+                    _last_error.value = err
+                raise err
+            return np.zeros(np.asarray(conv).shape[:-1], bool)
+
+        flag = jax.pure_callback(
+            callback, jax.ShapeDtypeStruct((), jnp.bool_), sg(traj.stats.converged), sg(traj.stats.residual_norm),
+            sg(jnp.asarray(traj.times[0])), sg(jnp.asarray(traj.dt)), vmap_method="expand_dims",
+        )
+    # the arrays depend on the flag (the callback's output is always False) so that it is never pruned
     guard = lambda x: None if x is None else jnp.where(flag, jnp.nan, x)
     return eqx.tree_at(
         lambda t: (t.positions, t.q, t.v, t.frames, t.twist),
@@ -203,6 +217,17 @@ def _raise_in_program(traj, t0, dt, failure=NEWTON_FAILURE):
         (guard(traj.positions), guard(traj.q), guard(traj.v), guard(traj.frames), guard(traj.twist)),
         is_leaf=lambda x: x is None,
     )
+
+
+def check_in_program(tree, ok, message):
+    """``tree`` (a solve's result, traced) reported as failed where ``ok`` (a traced bool) is false,
+    as :func:`jaxrod.config.traced_errors` says: ``eqx.error_if`` raising ``message`` (a host
+    callback), or every inexact array of ``tree`` NaN (no callback, so the program can be cached)."""
+    from ..config import traced_errors
+
+    if traced_errors() == "nan":
+        return _poison(tree, ~ok)
+    return eqx.error_if(tree, ~ok, message)
 
 
 @contextlib.contextmanager

@@ -134,7 +134,10 @@ def simulate(
     (``throw=True``) is raised from the compiled program: wrap the call in
     :func:`convergence_errors` to catch it as :class:`ConvergenceError` (under ``vmap`` its
     ``members`` lists the failed batch members), or pass ``throw=False`` and read
-    ``Trajectory.valid`` / ``stats`` per member.
+    ``Trajectory.valid`` / ``stats`` per member. The host callback that raises keeps JAX from
+    writing the enclosing program to the persistent compilation cache; ``throw=False`` or
+    ``JAXROD_TRACED_ERRORS=nan`` (a failed run comes back all NaN) make it cacheable (see
+    :mod:`jaxrod.config`).
     """
     check_finite_scalar("t0", t0, "s")
     scheme = resolve_scheme(scheme)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from ...integrate.base import AbstractStepper
 from ...integrate.loop import _f, _is_traced, _static_host_loop, static_with_progress
-from ...integrate.results import ConvergenceError, newton_stats
+from ...integrate.results import ConvergenceError, check_in_program, newton_stats
 from ...progress import announced
 from ...solvers.jacobian import DenseJacobianSolver
 from ...solvers.newton import (
@@ -172,7 +172,7 @@ def solve_static_cosserat(
         state, res = _static_jit(model, _f(t), guess, solver, int(load_steps))
     if throw:
         if _is_traced(res.converged):
-            state = eqx.error_if(state, ~res.converged, "static shooting solve did not converge")
+            state = check_in_program(state, res.converged, "static shooting solve did not converge")
         elif not bool(res.converged):
             raise ConvergenceError(
                 f"static shooting solve did not converge: scaled tip residual {float(res.residual_norm):.3e} "

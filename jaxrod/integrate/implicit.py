@@ -59,11 +59,18 @@ class AbstractImplicitModel(eqx.Module):
     def initial_state(self):
         """:class:`State` the model starts from (its reference configuration, at rest)."""
 
+    def has_newton_step_limit(self) -> bool:
+        """Whether :meth:`newton_step_limit` can limit a step (decided from the model's structure,
+        in Python). Default ``False``: the time step then traces no stage evaluations for it.
+        Models that override :meth:`newton_step_limit` override this too."""
+        return False
+
     def newton_step_limit(self, q, v, dq, dv, aux):
         """Largest fraction in (0, 1] of a Newton update ``(dq, dv)`` of the stage configuration
         ``q`` and velocity ``v`` that the time step's line search may start from, or ``None`` (no
         limit, the default). Models with stiff non-smooth-like forces (friction) use it to keep
-        Newton from overshooting; it never changes the converged solution."""
+        Newton from overshooting; it never changes the converged solution. Used only where
+        :meth:`has_newton_step_limit` is true."""
         return None
 
     def end_of_step_residual(self, q_next, r, t, aux):
@@ -199,7 +206,7 @@ def implicit_step(
         return model.newton_step_limit(qs, vs, qs1 - qs, vs1 - vs, aux)
 
     # a model without a limit gets none: no stage evaluations traced into the line search for nothing
-    limit = None if type(model).newton_step_limit is AbstractImplicitModel.newton_step_limit else step_limit
+    limit = step_limit if model.has_newton_step_limit() else None
     guess = jnp.where(fixed, qb, scheme.predict(hist, dt))
     result = newton_solve(
         residual, guess, None, solver, factorization=factorization, have_factorization=have_factorization,

@@ -1130,6 +1130,10 @@ class DERNetwork(AbstractImplicitModel):
                 f = f + c.anisotropic_friction(u, fn, tn)
         return _pad_rows(f, M, R, self.topology.chain)
 
+    def has_newton_step_limit(self) -> bool:
+        """True with a floor contact (its friction limits the Newton step)."""
+        return any(isinstance(c, FloorContact) for c in self.contacts)
+
     def newton_step_limit(self, q, v, dq, dv, aux):
         """Step fraction keeping floor friction from overshooting through sticking
         (:meth:`~jaxrod.models.der.contact.FloorContact.step_limit`); ``None`` without floors."""

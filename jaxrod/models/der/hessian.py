@@ -3,9 +3,10 @@
 The elastic energy of a rod is a sum over elements: stretching over edges (a function of the
 edge vector, 3 DOFs) and bending plus twisting over stencils (a function of the stencil's two edge
 vectors and two twist angles, 8 DOFs, placed on 11 consecutive entries of the flattened ``(N, 4)``
-state). Each stencil's Hessian with respect to its own DOFs is one forward-over-reverse pass per
-local DOF, batched over all stencils at once (8 passes, against 21 passes over the whole rod for
-the coloured banded Jacobian); each edge's is written out (:func:`_edge_hessians`). The band of
+state). Each stencil's Hessian with respect to its own DOFs is one second-order forward pass per
+entry of its upper triangle, batched over all stencils at once (36 passes of one output each,
+:func:`batched_hessian`; the coloured banded Jacobian needs 21 passes over the whole rod); each
+edge's is written out (:func:`_edge_hessians`). The band of
 the global Jacobian is their scatter-added sum. The stencil energy is the same function the residual
 differentiates (:func:`~jaxrod.models.der.frames.stencil_strains`, with the reference frames
 time-parallel transported from the last converged step), so the Jacobian is exact to round-off.
@@ -42,15 +43,15 @@ _EDGE_SLOTS = np.array([0, 1, 2, 4, 5, 6])
 
 
 def _stencil_energy(z, old_a, old_b, ref_twist, kappa_bar, tau_bar, vor, EI, GJ):
-    """Bending plus twisting energy [J] of stencils with DOFs ``z`` (8 arrays ``(S,)``: ``e``,
-    ``theta_e``, ``f``, ``theta_f``), written as in
+    """Bending plus twisting energy [J] of each stencil, ``(S,)``, with DOFs ``z`` (8 arrays
+    ``(S,)``: ``e``, ``theta_e``, ``f``, ``theta_f``), written as in
     :meth:`~jaxrod.models.der.DERNetwork.elastic_energy` and
-    :func:`~jaxrod.models.der.energies.twisting_energy`."""
+    :func:`~jaxrod.models.der.energies.twisting_energy` (before their sums)."""
     k1, k2, twist, _ = stencil_strains(z[0:3], z[3], z[4:7], z[7], old_a, old_b, ref_twist)
     d1 = k1 - kappa_bar[:, 0]
     d2 = k2 - kappa_bar[:, 1]
-    bend = 0.5 * jnp.sum((EI * d1 * d1 + EI * d2 * d2) / vor)
-    return bend + 0.5 * jnp.sum(GJ * (twist - tau_bar) ** 2 / vor)
+    bend = 0.5 * ((EI * d1 * d1 + EI * d2 * d2) / vor)
+    return bend + 0.5 * (GJ * (twist - tau_bar) ** 2 / vor)
 
 
 def _edge_hessians(e, rest_lengths, EA):
@@ -69,23 +70,35 @@ def _edge_hessians(e, rest_lengths, EA):
 
 
 def batched_hessian(energy, z):
-    """``(k, k, S)`` Hessians ``H[r, c, s]`` of ``energy(z) = sum_s E_s(z[:][s])`` for ``z`` a
-    tuple of ``k`` arrays ``(S,)`` (local DOF ``r`` of every element) when elements do not
-    interact: the reverse pass linearised once, then one tangent pass per local DOF ``c`` seeding
-    it in every element at once.
+    """``(k, k, S)`` Hessians ``H[r, c, s]`` of ``energy(z) = (E_s(z[:][s]))_s`` ``(S,)`` for ``z``
+    a tuple of ``k`` arrays ``(S,)`` (local DOF ``r`` of every element) when elements do not
+    interact: one second-order forward pass (a JVP of a JVP) per entry ``r <= c``, seeding DOFs
+    ``r`` and ``c`` in every element at once, looped over the ``k (k + 1) / 2`` entries.
 
-    Written so that XLA:CPU's fusion emitters keep each pass's outputs apart: with the DOFs as
-    columns of one ``(S, k)`` array (or the passes batched by ``vmap``, or stacked in one fusion),
-    every output entry was computed from all ``k`` column expressions, recomputing their shared
-    subexpressions (1.7 s instead of 0.9 ms for 199 stencils; the legacy emitters were not
-    affected)."""
+    Each pass has one output, the entry, so XLA compiles the loop body as one kernel: the
+    forward-over-reverse form (the gradient linearised, one tangent pass per column) has ``k``
+    outputs, and XLA:CPU copies the pass's shared arithmetic into every one of them (8 copies of
+    ~1400 HLO lines for a DER stencil). The a1 cantilever's 199 stencil Hessians (frames as
+    arguments, as in a step) compile in 2.1 instead of 6.6-6.9 s and run in 0.84 instead of
+    2.7 ms (lowering + XLA, process CPU on one core, jaxrod's flags, 2026-11-28; with XLA's
+    fusion emitters on: 3.5 instead of 11.8 s, 0.81 instead of 1.34 ms); the two agree to
+    3e-16 relative. Batching the passes as columns of one ``(S, k)`` array or by ``vmap``
+    instead made XLA:CPU's fusion emitters recompute the shared expressions per entry (1.7 s
+    instead of 0.9 ms per call, earlier measurement)."""
     k, S = len(z), z[0].shape[0]
-    _, hvp = jax.linearize(jax.grad(energy), tuple(z))
+    rows, cols = np.triu_indices(k)
+    z = tuple(z)
 
-    def column(c):
-        return hvp(tuple(jnp.broadcast_to((c == j).astype(z[0].dtype), (S,)) for j in range(k)))
+    def entry(rc):
+        r, c = rc
+        u = tuple(jnp.broadcast_to((r == j).astype(z[0].dtype), (S,)) for j in range(k))
+        v = tuple(jnp.broadcast_to((c == j).astype(z[0].dtype), (S,)) for j in range(k))
+        return jax.jvp(lambda x: jax.jvp(energy, (x,), (u,))[1], (z,), (v,))[1]
 
-    return jnp.stack(jax.lax.map(column, jnp.arange(k)))
+    vals = jax.lax.map(entry, (jnp.asarray(rows), jnp.asarray(cols)))  # (k (k + 1) / 2, S)
+    pair = np.zeros((k, k), dtype=np.int32)
+    pair[rows, cols] = pair[cols, rows] = np.arange(rows.size)
+    return vals[pair]
 
 
 def elastic_hessians(model, q, frames, t):

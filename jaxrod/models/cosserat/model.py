@@ -804,11 +804,14 @@ class CosseratModel(eqx.Module):
         m_tip = a * self.tip_moment - RN @ (J * wt + _cross(w, J * w)) + _cross(c, pull)
         return jnp.concatenate([(nL - n_tip) / fs, (mL - m_tip) / ms_])
 
-    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False):
+    def shooting_residual(self, x, t, P: StepConstants, wh, load_factor=1.0, *, roll_stages=False, with_grid=False):
         """Scaled residual ``(n_unknowns,)``: segment-joint continuity, the tip condition, the
         volume residual of each chamber with solved pressure, then per length tendon the length
-        mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`)."""
-        _, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor, roll_stages=roll_stages)
+        mismatch ``(S(s_t) - S_end) / L`` (:meth:`_tendon_unknowns`). ``with_grid``: return
+        ``(residual, (y, (w, w_stages)))`` with the sweep's grids (:meth:`integrate`), for
+        ``newton_solve(..., has_aux=True)``: the solve hands back the grids of its solution, no
+        sweep after it."""
+        y, (w, w_stages), yN, continuity = self.integrate(x, t, P, wh, load_factor, roll_stages=roll_stages)
         tip = self.tip_residual(yN, w[-1], wh[0][-1], t, P, load_factor)
         res = [continuity.ravel(), tip]
         if self._n_pressure_unknowns:
@@ -820,7 +823,8 @@ class CosseratModel(eqx.Module):
             _, S_end = self._tendon_unknowns(x, t, load_factor)
             S_at = w[np.array(self._termination_nodes())[list(idx)], W_SIZE + 6 + np.arange(len(idx))]
             res.append((S_at - S_end) / self.rod.length)
-        return jnp.concatenate(res)
+        res = jnp.concatenate(res)
+        return (res, (y, (w, w_stages))) if with_grid else res
 
     # ---- outputs ------------------------------------------------------------------------------------
     def chamber_volumes(self, w, w_stages):

@@ -427,6 +427,13 @@ class StewartGough(eqx.Module):
         """Forward static residual (the infinite time step) at the lengths of time ``t``."""
         return self.residual(x, t, 0.0, self.zero_history())
 
+    def residual_and_grids(self, x, t, c0, hist):
+        """``(residual, (legs y, grid variables))`` (:meth:`evaluate`), for
+        ``newton_solve(..., has_aux=True)``: the solve hands back the legs of its solution, so no
+        leg sweep follows it."""
+        r, y, gv = self._forward(x, t, c0, hist)
+        return r, (y, gv)
+
     def state_from(self, x, t, c0, hist, carrier=None) -> ParallelState:
         _, y, gv = self._forward(x, t, c0, hist)
         return ParallelState(x, y, gv, carrier)
@@ -435,8 +442,10 @@ class StewartGough(eqx.Module):
 # ---- statics ---------------------------------------------------------------------------------
 @eqx.filter_jit
 def _static_jit(robot: StewartGough, t, guess, solver):
-    res = newton_solve(lambda x, _: robot.static_residual(x, t), guess, None, solver)
-    return robot.state_from(res.value, t, 0.0, robot.zero_history()), res
+    res = newton_solve(lambda x, _: robot.residual_and_grids(x, t, 0.0, robot.zero_history()), guess, None, solver,
+                       has_aux=True)
+    y, gv = res.aux  # the legs of the sweep that accepted the solution
+    return ParallelState(res.value, y, gv, None), eqx.tree_at(lambda r: r.aux, res, None)
 
 
 @eqx.filter_jit
@@ -535,9 +544,10 @@ def parallel_step(robot: StewartGough, formula: DifferenceFormula, solver: Newto
     """One implicit step to ``t_new`` [s]: ``(carrier, unknowns, legs y, NewtonResult)``."""
     hist = formula.history(carrier, dt)
     c0 = formula.c0(dt)
-    res = newton_solve(lambda z, _: robot.residual(z, t_new, c0, hist), x, None, solver,
-                       factorization=factorization, have_factorization=have_factorization)
-    _, y, gv = robot._forward(res.value, t_new, c0, hist)
+    res = newton_solve(lambda z, _: robot.residual_and_grids(z, t_new, c0, hist), x, None, solver,
+                       factorization=factorization, have_factorization=have_factorization, has_aux=True)
+    y, gv = res.aux  # the legs of the sweep that accepted the solution: no leg sweep after the solve
+    res = eqx.tree_at(lambda r: r.aux, res, None)
     return formula.advance(carrier, gv, hist, dt), res.value, y, res
 
 

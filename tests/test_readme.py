@@ -313,7 +313,7 @@ def test_benchmarks_readme_tables_are_the_recorded_runs():
 
 def test_benchmarks_readme_compile_and_snake_tables_are_the_recorded_runs():
     """compile-before (per target: programs, XLA s, cold CPU and wall), compile-after (before -> after
-    pairs from the two JSON), der-snake (forward distance of every run) and snake-robot (the paper's
+    pairs from the two JSON), compile-2026-11-28 (both trees, and the run-time table), der-snake (forward distance of every run) and snake-robot (the paper's
     runs: sweeps mean / max) against the JSON they cite."""
     def key(r):
         return [r["cold"]["programs"], round(r["cold"]["xla_compile_s"], 1), round(r["cold"]["cpu_s"])]
@@ -343,6 +343,7 @@ def test_benchmarks_readme_compile_and_snake_tables_are_the_recorded_runs():
     want = sorted((round(r["sweeps_mean"], 1), r["sweeps_max"]) for r in runs)
     table = _table_rows(_section("snake-robot").split("**Contact solvers**")[0])
     assert sorted(tuple(_num(x) for x in c[5].split("/")) for c in table) == want
+    _check_compile_table_of_2026_11_28()
 
 
 def test_sleeve_real_time_is_the_recorded_run():
@@ -527,3 +528,28 @@ def test_snake_solvers_table_is_the_recorded_run():
             continue
         assert cells[2] == f"{r['sweeps_mean']:.1f} / {r['sweeps_max']}", (cells, r)
         assert _num(cells[3]) == round(r["cpu_s_per_sim_s"], 2), (cells, r)
+
+
+def _check_compile_table_of_2026_11_28():
+    """compile-2026-11-28: programs, cold and warm CPU of both trees per target, and the run-time
+    table's minima, against the JSON they cite."""
+    old = {r["target"]: r for r in _json("compile_2026-11-28_a319a30.json")["rows"] if "cold" in r}
+    new = {r["target"]: r for r in _json("compile_2026-11-28_c84f882.json")["rows"] if "cold" in r}
+    section = _section("compile-2026-11-28")
+    compile_part, run_part = section.split("**Run time, old vs new**")
+    n = 0
+    for cells in _table_rows(compile_part):
+        b, a = old[cells[0]], new[cells[0]]
+        pairs = [[_num(x) for x in c.split("/")] for c in cells[1:4]]
+        assert pairs[0] == [b["cold"]["programs"], a["cold"]["programs"]], cells
+        assert pairs[1] == [round(b["cold"]["cpu_s"]), round(a["cold"]["cpu_s"])], cells
+        assert pairs[2] == [round(b["warm"]["cpu_s"]), round(a["warm"]["cpu_s"])], cells
+        n += 1
+    assert n == 35
+    runs = {}
+    for r in _json("runtime_old_new_2026-11-28.json")["rows"]:
+        if r.get("res"):
+            runs.setdefault((r["res"]["scene"], r["tree"]), []).append(min(r["res"]["cpu"]))
+    for cells in _table_rows(run_part):
+        assert [_num(x) for x in cells[2].split("/")] == [round(x, 3) for x in runs[(cells[0], "old")]], cells
+        assert [_num(x) for x in cells[3].split("/")] == [round(x, 3) for x in runs[(cells[0], "new")]], cells

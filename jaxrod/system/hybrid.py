@@ -301,13 +301,11 @@ def _elastic_force(model, q, frames, t):
 
 
 def _rod_residual(model, q, v, a, t, aux):
-    """``model.residual(q, v, a, t, aux)``; for a :func:`_local_hessian_rod` the DER residual
-    written out here (the same operations in the same order: the same value, bitwise) with the
-    elastic forces of :func:`_elastic_force`."""
+    """``model.residual(q, v, a, t, aux)``; for a :func:`_local_hessian_rod` the DER residual with
+    the elastic forces of :func:`_elastic_force` (the same value, bitwise)."""
     if not _local_hessian_rod(model):
         return model.residual(q, v, a, t, aux)
-    tendons = model.tendon_forces(q, t, aux) if model.tendons or model.chambers else 0.0
-    return model.mass() * a + _elastic_force(model, q, aux, t) - model.external_forces(q, v, t) - tendons
+    return model.contact_free_residual(q, v, a, t, aux, _elastic_force(model, q, aux, t))
 
 
 def _structure_groups(models, per_model=()):

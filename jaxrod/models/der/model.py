@@ -1019,10 +1019,9 @@ class DERNetwork(AbstractImplicitModel):
         )
 
     def residual(self, q, v, a, t, aux):
-        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
         if not self.contacts:
-            grad_e = jax.grad(self.elastic_energy)(q, aux, t)
-            return self.mass() * a + grad_e - self.external_forces(q, v, t) - tendons
+            return self.contact_free_residual(q, v, a, t, aux, jax.grad(self.elastic_energy)(q, aux, t))
+        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
         grad_e = jax.grad(self.potential_energy)(q, aux, t)
         return (
             self.mass() * a
@@ -1031,6 +1030,14 @@ class DERNetwork(AbstractImplicitModel):
             - self.friction_forces(q, v, aux)
             - tendons
         )
+
+    def contact_free_residual(self, q, v, a, t, aux, elastic_force):
+        """:meth:`residual` of a network without contacts, given its elastic forces
+        ``elastic_force`` ``(M, 4)`` (``grad E`` at ``q``): callers that differentiate them their own
+        way (:class:`jaxrod.system.HybridSystem`, through the element-local Hessians) share the
+        rest of the residual."""
+        tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0
+        return self.mass() * a + elastic_force - self.external_forces(q, v, t) - tendons
 
     # ---- contact ------------------------------------------------------------------------------
     @property

@@ -1019,6 +1019,12 @@ class DERNetwork(AbstractImplicitModel):
         )
 
     def residual(self, q, v, a, t, aux):
+        # a checkpoint: reverse mode through a time step recomputes the residual's linearisation
+        # instead of carrying its intermediates out of the Newton solve's tangent rule (measured,
+        # tests/test_der_gradients.py's loss gradient: a smaller program, the same numbers)
+        return eqx.filter_checkpoint(type(self)._residual, prevent_cse=False)(self, q, v, a, t, aux)
+
+    def _residual(self, q, v, a, t, aux):
         if not self.contacts:
             return self.contact_free_residual(q, v, a, t, aux, jax.grad(self.elastic_energy)(q, aux, t))
         tendons = self.tendon_forces(q, t, aux) if self.tendons or self.chambers else 0.0

@@ -538,8 +538,29 @@ def _static_increment(model, state, t, solver, q, s, scaled):
         r = _static_residual(m)(m, q_sub, _f(t), state.aux)
         return jnp.where(fixed, qn - qb, r)
 
-    res = newton_solve(residual, q, None, solver)
+    jacobian = _static_jacobian(m, solver.linear_solver, state.aux, t, fixed, qb)
+    res = newton_solve(residual, q, None, solver, jacobian=jacobian)
     return jnp.where(fixed, qb, res.value), res
+
+
+def _static_jacobian(model, linear_solver, aux, t, fixed, qb):
+    """``jacobian(q, args)`` of the static residual for :func:`newton_solve` from the model's own
+    assembly (:meth:`AbstractImplicitModel.stage_jacobian` at one point, ``v = a = 0``, slopes
+    ``(1, 0, 0)``), or ``None`` where the model cannot or has its own static residual (decided
+    while tracing)."""
+    if not (
+        model.supports_stage_jacobian(linear_solver)
+        and type(model).static_residual is AbstractImplicitModel.static_residual
+    ):
+        return None
+
+    def jacobian(q, _):
+        q_sub = jnp.where(fixed, qb, q)[None]
+        zeros = jnp.zeros_like(q_sub)
+        points = (jnp.ones((1,), q.dtype), q_sub, zeros, zeros, jnp.full((1,), _f(t), q.dtype))
+        return model.stage_jacobian(points, (jnp.ones_like(q_sub), zeros, zeros), aux, fixed, linear_solver)
+
+    return jacobian
 
 
 def _static_advice(model, load_steps):

@@ -17,7 +17,12 @@ first order without the blend, second order with it).
 
 A frictionless cable at constant tension ``tau`` does work ``-tau dl`` when its length ``l``
 inside the rod changes, so its loads on the rod are the exact gradient ``-tau dl/dq`` of the
-discrete length (distributed pull at every kink plus the anchor load), obtained by autodiff.
+discrete length (distributed pull at every kink plus the anchor load), obtained by autodiff. All
+the tendons of a rod are one such gradient: of the pull-weighted total length
+``sum_k tau_k l_k`` (:func:`weighted_tendon_length`), the polylines stacked along a leading tendon
+axis and evaluated together (one vectorised polyline, the frames computed once), the anchor's
+edge and bracketing frames picked by one-hot weights instead of gathers; so the program does
+not grow with the number of tendons.
 
 A pressure chamber along the rod (``DERModel(chambers=...)``) of cap area ``A`` holds the volume
 ``A l`` of its channel polyline (a straight routing at its offset, to the tip): the pressure does
@@ -41,33 +46,119 @@ def node_arclengths(rest_lengths):
     return jnp.concatenate([jnp.zeros(1), jnp.cumsum(rest_lengths)]) - 0.5 * rest_lengths[0]
 
 
-def tendon_length(q, frames: ReferenceFrames, rest_lengths, routing, termination=None):
-    """Length [m] of the tendon polyline at configuration ``q (N, 4)`` from the channel point of
-    edge 0 to the anchor at rest arc length ``termination`` [m] (``None``: the tip node); see the
-    module docstring."""
+def routing_offsets(routings, rest_lengths, terminations):
+    """``(K, N, 3)`` offsets [m] of ``K`` routings in the material frames ``(m1, m2, t)``: at the
+    rest arc lengths of the ``N-1`` edge midpoints, then at the anchor's ``terminations[k]`` [m]
+    (``None``: the tip node). Built-in routings of one type and leaf shapes are evaluated together
+    (their leaves stacked, one vectorised call); other :class:`~jaxrod.actuation.tendons.Routing`
+    subclasses one by one, as ``jax.vmap(routing)(s)``."""
+    from ...actuation.tendons import HelicalRouting, SampledRouting, StraightRouting
+
+    s_node = node_arclengths(rest_lengths)
+    s_mid = 0.5 * (s_node[1:] + s_node[:-1])
+    s_end = _anchor_list(s_node, terminations)
+
+    groups = {}  # {key: [routing indices]}: the built-in routings by type and leaf shapes
+    for i, routing in enumerate(routings):
+        if type(routing) in (StraightRouting, HelicalRouting, SampledRouting):
+            leaves, treedef = jax.tree_util.tree_flatten(routing)
+            key = (treedef, tuple(jnp.shape(leaf) for leaf in leaves))
+        else:  # a user routing is called as given (its parameters unbatched)
+            key = ("own", i)
+        groups.setdefault(key, []).append(i)
+    out = [None] * len(routings)
+    for idx in groups.values():
+        if len(idx) == 1:
+            out[idx[0]] = jax.vmap(routings[idx[0]])(jnp.concatenate([s_mid, s_end[idx[0]][None]]))
+            continue
+        stacked = jax.tree_util.tree_map(
+            lambda *ls: jnp.stack([jnp.asarray(leaf) for leaf in ls]), *[routings[i] for i in idx]
+        )
+        s = jnp.stack([jnp.concatenate([s_mid, s_end[i][None]]) for i in idx])
+        r = jax.vmap(lambda rt, ss: jax.vmap(rt)(ss))(stacked, s)  # (len(idx), N, 3)
+        for n, i in enumerate(idx):
+            out[i] = r[n]
+    return jnp.stack(out)
+
+
+def _anchor_list(s_node, terminations):
+    return [s_node[-1] if s is None else jnp.asarray(s, dtype=s_node.dtype) for s in terminations]
+
+
+def anchor_arclengths(rest_lengths, terminations):
+    """``(K,)`` rest arc lengths [m] of the anchors: ``terminations[k]`` [m], ``None`` the tip node."""
+    return jnp.stack(_anchor_list(node_arclengths(rest_lengths), terminations))
+
+
+def _one_hot(i, n, dtype):
+    return (jnp.arange(n) == i).astype(dtype)
+
+
+def tendon_lengths(q, frames: ReferenceFrames, rest_lengths, offsets, anchors):
+    """``(K,)`` lengths [m] of ``K`` tendon polylines at configuration ``q (N, 4)``, each from the
+    channel point of edge 0 to its anchor at rest arc length ``anchors[k]`` [m] (``(K,)``), its
+    routing given by ``offsets (K, N, 3)`` [m] (:func:`routing_offsets`); see the module docstring.
+    The frames are computed once; the polylines are one vectorised evaluation (no gathers: the
+    anchor's edge and bracketing frames are one-hot weighted sums)."""
+    n = jnp.shape(q)[0]
+    if jnp.ndim(offsets) != 3 or jnp.shape(offsets)[1:] != (n, 3) or jnp.shape(anchors) != jnp.shape(offsets)[:1]:
+        raise ValueError(
+            f"tendon_lengths needs offsets (K, N, 3) and anchors (K,) for q (N, 4) = {jnp.shape(q)}, "
+            f"got offsets {jnp.shape(offsets)} and anchors {jnp.shape(anchors)}"
+        )
     x = q[:, :3]
     _, _, t = edges(x)
     d1, d2 = transport_directors(frames.d1, frames.tangent, t)
     m1, m2 = material_directors(d1, d2, q[:-1, 3])
+    n_e = x.shape[0] - 1
     s_node = node_arclengths(rest_lengths)
-    s_end = s_node[-1] if termination is None else jnp.asarray(termination, dtype=x.dtype)
     s_mid = 0.5 * (s_node[1:] + s_node[:-1])
-    k = jnp.clip(jnp.searchsorted(s_node, s_end) - 1, 0, x.shape[0] - 2)  # edge holding the anchor
-    f = (s_end - s_node[k]) / rest_lengths[k]
-    j = jnp.clip(jnp.searchsorted(s_mid, s_end) - 1, 0, x.shape[0] - 3)  # edges j, j+1 bracket s_t
-    w = jnp.clip((s_end - s_mid[j]) / (s_mid[j + 1] - s_mid[j]), 0.0, 1.0)
-    r = jax.vmap(routing)(jnp.concatenate([s_mid, s_end[None]]))  # (N, 3) offsets in (m1, m2, t)
+    mid = 0.5 * (x[1:] + x[:-1])
 
-    def in_frame(rv, e):
-        return rv[..., 0:1] * m1[e] + rv[..., 1:2] * m2[e] + rv[..., 2:3] * t[e]
+    def in_frame(rv, a1, a2, at):
+        return rv[..., 0:1] * a1 + rv[..., 1:2] * a2 + rv[..., 2:3] * at
 
-    edge = jnp.arange(x.shape[0] - 1)
-    anchor = x[k] + f * (x[k + 1] - x[k]) + (1.0 - w) * in_frame(r[-1], j) + w * in_frame(r[-1], j + 1)
-    P = jnp.concatenate([0.5 * (x[1:] + x[:-1]) + in_frame(r[:-1], edge), anchor[None]])
-    # channel points at or beyond the anchor collapse onto it; their zero-length segments are
-    # masked with a safe square root (the plain norm's derivative at 0 is NaN)
-    live = s_mid < s_end
-    P = jnp.where(jnp.concatenate([live, jnp.ones(1, bool)])[:, None], P, P[-1])
-    seg = P[1:] - P[:-1]
-    sq = jnp.sum(seg * seg, axis=1)
-    return jnp.sum(jnp.where(live, jnp.sqrt(jnp.where(live, sq, 1.0)), 0.0))
+    def one(r, s_end):
+        # edge k holding the anchor and edges j, j+1 whose midpoints bracket it: the indices of
+        # jnp.searchsorted (side "left": the count of smaller entries), as one-hot weights
+        k = jnp.clip(jnp.sum(s_node < s_end) - 1, 0, n_e - 1)
+        j = jnp.clip(jnp.sum(s_mid < s_end) - 1, 0, n_e - 2)
+        hk, hj, hj1 = _one_hot(k, n_e, x.dtype), _one_hot(j, n_e, x.dtype), _one_hot(j + 1, n_e, x.dtype)
+        f = (s_end - hk @ s_node[:-1]) / (hk @ rest_lengths)
+        w = jnp.clip((s_end - hj @ s_mid) / (hj1 @ s_mid - hj @ s_mid), 0.0, 1.0)
+        xk, xk1 = hk @ x[:-1], hk @ x[1:]
+        anchor = (
+            xk + f * (xk1 - xk)
+            + (1.0 - w) * in_frame(r[-1], hj @ m1, hj @ m2, hj @ t)
+            + w * in_frame(r[-1], hj1 @ m1, hj1 @ m2, hj1 @ t)
+        )
+        P = jnp.concatenate([mid + in_frame(r[:-1], m1, m2, t), anchor[None]])
+        # channel points at or beyond the anchor collapse onto it; their zero-length segments are
+        # masked with a safe square root (the plain norm's derivative at 0 is NaN)
+        live = s_mid < s_end
+        P = jnp.where(jnp.concatenate([live, jnp.ones(1, bool)])[:, None], P, P[-1])
+        seg = P[1:] - P[:-1]
+        sq = jnp.sum(seg * seg, axis=1)
+        return jnp.sum(jnp.where(live, jnp.sqrt(jnp.where(live, sq, 1.0)), 0.0))
+
+    return jax.vmap(one)(offsets, anchors)
+
+
+def weighted_tendon_length(q, frames: ReferenceFrames, rest_lengths, offsets, anchors, pulls):
+    """Pull-weighted total length ``sum_k pulls[k] l_k`` [m times the unit of ``pulls``; N m for
+    tensions in N] of the tendons of :func:`tendon_lengths` (``offsets (K, N, 3)`` [m], ``anchors
+    (K,)`` [m], ``pulls (K,)``). Its gradient ``d/dq`` ``(N, 4)`` is, negated, the generalised force
+    of all of them: a tension ``tau`` does the work ``-tau dl``."""
+    if jnp.shape(pulls) != jnp.shape(anchors):
+        raise ValueError(
+            f"weighted_tendon_length needs one pull per tendon: pulls {jnp.shape(pulls)}, anchors {jnp.shape(anchors)}"
+        )
+    return jnp.sum(pulls * tendon_lengths(q, frames, rest_lengths, offsets, anchors))
+
+
+def tendon_length(q, frames: ReferenceFrames, rest_lengths, routing, termination=None):
+    """Length [m] of the tendon polyline at configuration ``q (N, 4)`` from the channel point of
+    edge 0 to the anchor at rest arc length ``termination`` [m] (``None``: the tip node); see the
+    module docstring."""
+    offsets = routing_offsets((routing,), rest_lengths, (termination,))
+    return tendon_lengths(q, frames, rest_lengths, offsets, anchor_arclengths(rest_lengths, (termination,)))[0]

@@ -147,7 +147,7 @@ from .frames import (
     material_directors,
     transport_directors,
 )
-from .actuation import node_arclengths, tendon_length
+from .actuation import anchor_arclengths, node_arclengths, routing_offsets, weighted_tendon_length
 from .motion import MIN_AXIS_COSINE, ClampMotion
 from .rod import DERRod
 from .topology import (
@@ -950,7 +950,10 @@ class DERNetwork(AbstractImplicitModel):
 
     def tendon_forces(self, q, t, aux):
         """``(R, 4)`` generalised forces of the tendons, ``-tau(t) dl/dq``, and of the chambers,
-        ``+P(t) A dl/dq`` (zero without either), scaled by ``load_factor``."""
+        ``+P(t) A dl/dq`` (zero without either), scaled by ``load_factor``: one gradient of the
+        pull-weighted total length ``sum_k tau_k l_k`` (a chamber's pull ``tau = -P A``), each
+        limb's tendons one vectorised polyline
+        (:func:`~jaxrod.models.der.actuation.weighted_tendon_length`)."""
         from ...actuation.tendons import StraightRouting
 
         pulls = [
@@ -961,17 +964,24 @@ class DERNetwork(AbstractImplicitModel):
             for ch, limb in zip(self.chambers, self.chamber_limbs, strict=True)
         ]
         frames = _frames(aux)
-        f = jnp.zeros_like(q)
+        by_limb = {}
         for limb, routing, termination, pull in pulls:
+            by_limb.setdefault(limb, []).append((routing, termination, pull))
+        per_limb = []  # (limb, rest lengths, offsets (K, N, 3), anchors (K,), pulls (K,))
+        for limb, group in by_limb.items():
             rest = self.limbs[limb].rest_lengths
-            if self.topology.chain:
-                dl = jax.grad(tendon_length)(q, frames, rest, routing, termination)
-            else:
-                dl = jax.grad(
-                    lambda x: tendon_length(*self._limb_state(x, frames, limb), rest, routing, termination)
-                )(q)
-            f = f - self.load_factor * pull * dl
-        return f
+            routings, terminations, tau = zip(*group)
+            per_limb.append((limb, rest, routing_offsets(routings, rest, terminations),
+                             anchor_arclengths(rest, terminations), jnp.stack([jnp.asarray(p) for p in tau])))
+
+        def total(x):
+            out = 0.0
+            for limb, rest, offsets, anchors, tau in per_limb:
+                ql, fl = (x, frames) if self.topology.chain else self._limb_state(x, frames, limb)
+                out = out + weighted_tendon_length(ql, fl, rest, offsets, anchors, tau)
+            return out
+
+        return -self.load_factor * jax.grad(total)(q)
 
     def _limb_state(self, q, frames, limb):
         """Limb ``limb``'s own ``(N_l, 4)`` state and :class:`ReferenceFrames` (edges

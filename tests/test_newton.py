@@ -121,3 +121,31 @@ def test_batch_uniform_newton_keeps_its_branches_under_vmap_and_agrees_with_sing
     single = jax.jit(lambda k: solve(k, chord))(ks[0])
     assert int(one.iterations[0]) == int(single.iterations) and int(one.jacobians[0]) == int(single.jacobians)
     np.testing.assert_array_equal(one.value[0], single.value)
+
+
+def test_a_differentiated_solve_takes_the_jacobian_at_the_root_from_its_own_loop():
+    # the tangent rule reuses the Newton loop's Jacobian branch at the root instead of linearising
+    # the residual again: a reverse-mode program holds the residual's `sin` once more than the
+    # forward one (the JVP in the parameters), not twice (that and jax.linearize in x)
+    def solve(k, solver=SOLVER):
+        return newton_solve(lambda x, kk: x**3 + 0.1 * jnp.sin(x) - kk * S, jnp.ones(N), k, solver)
+
+    fwd = _count(jax.make_jaxpr(lambda k: solve(k).value)(K).jaxpr, "sin")
+    rev = _count(jax.make_jaxpr(jax.grad(lambda k: jnp.sum(solve(k).value)))(K).jaxpr, "sin")
+    assert rev == fwd + 1, (fwd, rev)
+    # the extra Jacobian at the root changes nothing the forward solve returns, under vmap too
+    # (batch-uniform chord steps: a member at its root must not push the others to a fresh Jacobian)
+    chord = NewtonSolver(rtol=0.0, atol=1e-13, max_steps=60, reuse_jacobian=True)
+    ks = jnp.stack([K, 2 * K, K + 0.1, 30 * K])
+
+    def value_and_counts(k):
+        r = solve(k, chord)
+        return jnp.sum(r.value), (r.value, r.iterations, r.jacobians, r.factorization)
+
+    plain = jax.jit(jax.vmap(value_and_counts))(ks)[1]
+    (_, diff), g = jax.jit(jax.vmap(jax.value_and_grad(value_and_counts, has_aux=True)))(ks)
+    for a, b in zip(jax.tree_util.tree_leaves(plain), jax.tree_util.tree_leaves(diff)):
+        np.testing.assert_array_equal(a, b)
+    assert len(set(np.asarray(plain[1]).tolist())) > 1  # the members stop at different passes
+    x = np.asarray(diff[0])
+    np.testing.assert_allclose(g, S / (3 * x**2 + 0.1 * np.cos(x)), rtol=1e-12)

@@ -8,6 +8,7 @@ A strategy is a small :class:`equinox.Module` (its configuration is static) with
     y   = solver.solve_transpose(fac, b)  # J^T y = b
     d   = solver.diagonal(op)         # (n,) diagonal of J
     w   = solver.matvec(op, v)        # J @ v
+    op  = solver.operator(fac)        # the operator fac factorises (None: not kept)
 
 * :class:`DenseJacobianSolver`: ``jax.jacfwd`` (n JVPs) and dense LU. Cheapest for small n.
 * :class:`BandedJacobianSolver`: ``lower + upper + 1`` JVPs by column colouring, block-tridiagonal
@@ -86,7 +87,13 @@ class AbstractJacobianSolver(eqx.Module):
 
     @abc.abstractmethod
     def matvec(self, op, v) -> Array:
-        """``J @ v``; ``(n,) -> (n,)``."""
+        """``J @ v``; ``(n,) -> (n,)``; linear in ``v`` and transposable (``jax.linear_transpose``)."""
+
+    def operator(self, fac):
+        """The operator ``fac = self.factor(op)`` factorises, or ``None`` when ``fac`` does not
+        keep it. With it, implicit differentiation of a Newton solve reuses the loop's Jacobian at
+        the root (:func:`jaxrod.solvers.newton.newton_solve`) instead of linearising again."""
+        return None
 
 
 class DenseLU(eqx.Module):
@@ -136,6 +143,9 @@ class DenseJacobianSolver(AbstractJacobianSolver):
 
     def matvec(self, op, v):
         return op @ v
+
+    def operator(self, fac):
+        return fac.matrix
 
 
 def _band_gather_indices(n: int, lower: int, upper: int, m: int, colours: int | None = None):
@@ -194,6 +204,9 @@ class _BlockTridiagonalOps(AbstractJacobianSolver):
 
     def matvec(self, op: BlockTridiagonal, v) -> Array:
         return op.matvec(v)
+
+    def operator(self, fac: BlockTridiagonalFactorization) -> BlockTridiagonal:
+        return fac.matrix
 
 
 def band_assembly_plan(rows, cols, n: int, m: int):
@@ -340,7 +353,13 @@ class PermutedJacobianSolver(AbstractJacobianSolver):
         return self.inner.diagonal(op)[self.slots]
 
     def matvec(self, op, v) -> Array:
-        return self.inner.matvec(op, self._scatter(v))[self.slots]
+        # slots are distinct: a scatter with unique indices is transposable (implicit
+        # differentiation transposes this matvec in reverse mode)
+        v = jnp.zeros(self.padding.shape, v.dtype).at[self.slots].set(v, unique_indices=True)
+        return self.inner.matvec(op, v)[self.slots]
+
+    def operator(self, fac):
+        return self.inner.operator(fac)
 
 
 def colour_columns(rows, cols, n):
@@ -420,3 +439,6 @@ class ColouredJacobianSolver(AbstractJacobianSolver):
 
     def matvec(self, op, v):
         return op @ v
+
+    def operator(self, fac):
+        return fac.matrix

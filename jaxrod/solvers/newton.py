@@ -30,6 +30,7 @@ import equinox as eqx
 import jax
 import jax.extend
 import jax.numpy as jnp
+from jax._src.interpreters import ad
 from jax.flatten_util import ravel_pytree
 
 from .jacobian import AbstractJacobianSolver, DenseJacobianSolver
@@ -68,10 +69,14 @@ class NewtonSolver(eqx.Module):
             them backtrack) before the monotonicity test is enforced.
         tangent_refinement: how the implicit-differentiation (tangent and adjoint) systems
             ``J dx = b`` / ``J^T w = b`` at the root are solved. ``0`` (default): a fresh Jacobian
-            of the residual at the root (one JVP per colour) and its factorisation, per Newton
-            solve of a differentiated program. ``k > 0``: when this solve built a Jacobian (at one
-            of its iterates), that factorisation preconditions iterative refinement with exact
-            products ``J v`` / ``J^T w`` of the residual linearised at the root, for at most ``k``
+            of the residual at the root and its factorisation, per Newton solve of a
+            differentiated program, built by the Newton loop's own Jacobian code in the pass that
+            ends the loop (so a gradient program holds no second linearisation of the residual;
+            a linear solver whose ``operator(fac)`` is ``None``, and second-order derivatives,
+            linearise the residual at the root instead). ``k > 0``: when this solve built a
+            Jacobian (at one of its iterates), that factorisation preconditions iterative
+            refinement with exact products ``J v`` / ``J^T w`` of the residual linearised at the
+            root, for at most ``k``
             corrections, until the correction is below ``1e-12`` of the solution (max-norm) and
             contracting; otherwise (or when it does not converge) the fresh factorisation is
             built after all. Same gradients to round-off (measured 6e-11 relative). Not the
@@ -207,7 +212,8 @@ def placeholder_factorization(solver: NewtonSolver, x_flat):
     return ls.factor(ls.linearize(lambda x: x, x_flat))
 
 
-def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, jacobian=None, aux0=()):
+def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, jacobian=None, aux0=(),
+                 want_root=False):
     """Damped Newton/chord iteration on flat vectors.
 
     ``f(x) -> (F, aux)``, ``aux0`` zeros shaped like ``aux`` (the carry's start). Returns ``(x,
@@ -220,6 +226,12 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, 
     dx)``, when given, caps the line search's first trial step (see :func:`newton_solve`).
     ``jacobian(x)``, when given, builds the operator of a fresh Jacobian instead of
     ``ls.linearize(f, x)``.
+
+    ``want_root=True`` (static; only where the solve is differentiated): the pass that ends the
+    loop also builds the Jacobian at the final ``x`` (by the same branch that builds every fresh
+    Jacobian, so the program holds one copy of it) and returns its factorisation as a fourth
+    output, for the implicit-differentiation tangent solves. Everything else (iterates, counts,
+    the returned ``fac``, batch decisions under ``vmap``) is what ``want_root=False`` gives.
     """
     ls = solver.linear_solver
     dtype = x0.dtype
@@ -293,41 +305,59 @@ def _newton_loop(f, x0, solver: NewtonSolver, fac0, have_fac0, step_limit=None, 
         else:
             chord = jnp.asarray(False)
 
+        # with want_root, the branches also carry the factorisation at the root (rfac)
+        keep = (state["rfac"],) if want_root else ()
+
         def fresh(_):
             new_fac = ls.factor(ls.linearize(f_res, x1) if jacobian is None else jacobian(x1))
-            return ls.solve(new_fac, -r1), new_fac, jnp.asarray(1)
+            if not want_root:
+                return ls.solve(new_fac, -r1), new_fac, jnp.asarray(1)
+            # the pass that ends the loop builds the Jacobian at the final x for the tangent
+            # solves only: the returned factorisation and the count stay the loop's own
+            fac_out = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fac, new_fac)
+            return ls.solve(new_fac, -r1), fac_out, jnp.where(done, 0, 1), new_fac
 
         def reuse(_):
-            return err, fac, jnp.asarray(0)
+            return (err, fac, jnp.asarray(0), *keep)
 
         def stop(_):
-            return jnp.zeros_like(dx), fac, jnp.asarray(0)
+            return (jnp.zeros_like(dx), fac, jnp.asarray(0), *keep)
 
         branch = jnp.where(done, 0, jnp.where(chord, 1, 2))
+        # with want_root, a member that stops builds its Jacobian at the root (the fresh branch)
+        taken_branch = jnp.where(done, 2, branch) if want_root else branch
         if solver.batch_uniform:
             # one branch for the whole batch (vmap): a fresh Jacobian if any member needs one; a
             # member that stopped keeps its factorisation (its loop ends here either way)
-            taken = jax.lax.switch(batch_max(branch), (stop, reuse, fresh), None)
-            dx1, fac1, nj = _unless_stopped(branch == 0, stop(None), taken)
+            taken = jax.lax.switch(batch_max(taken_branch), (stop, reuse, fresh), None)
+            if want_root:
+                # the fresh branch taken only for members at their root: the others keep the
+                # chord step the forward program takes (no member of a want_root pass stops
+                # without the fresh branch, which keeps a stopped member's factorisation itself)
+                out = _unless_stopped((branch == 1) & (batch_max(branch) < 2), reuse(None), taken)
+            else:
+                out = _unless_stopped(branch == 0, stop(None), taken)
         else:
-            dx1, fac1, nj = jax.lax.switch(branch, (stop, reuse, fresh), None)
+            out = jax.lax.switch(taken_branch, (stop, reuse, fresh), None)
+        dx1, fac1, nj = out[:3]
         return dict(
             x=x1, dx=dx1, r=r1, aux=aux1, fac=fac1, have_fac=have_fac | (nj > 0), it=state["it"] + 1,
             jac=state["jac"] + nj, done=done, converged=converged, err=scaled, r_first=r_first,
-            restarted=restarted, start=start,
+            restarted=restarted, start=start, **({"rfac": out[3]} if want_root else {}),
         )
 
     init = dict(
         x=x0, dx=jnp.zeros_like(x0), r=jnp.zeros_like(x0), aux=aux0, fac=fac0, have_fac=jnp.asarray(have_fac0),
         it=jnp.asarray(0), jac=jnp.asarray(0), done=jnp.asarray(False), converged=jnp.asarray(False),
         err=jnp.asarray(jnp.inf, dtype), r_first=jnp.zeros_like(x0), restarted=jnp.asarray(False),
-        start=jnp.asarray(0),
+        start=jnp.asarray(0), **({"rfac": fac0} if want_root else {}),
     )
     out = jax.lax.while_loop(cond, body, init)
     # the first pass only evaluates f(x0): updates taken = passes - 1
-    return out["x"], (
-        out["converged"], out["it"] - 1, out["jac"], jnp.max(jnp.abs(out["r"])), out["err"], out["fac"]
-    ), out["aux"]
+    stats = (out["converged"], out["it"] - 1, out["jac"], jnp.max(jnp.abs(out["r"])), out["err"], out["fac"])
+    if want_root:
+        return out["x"], stats, out["aux"], out["rfac"]
+    return out["x"], stats, out["aux"]
 
 
 def _zeros_like_output(f, x):
@@ -376,10 +406,11 @@ def _levenberg_marquardt(f, x0, max_steps):
     return x, it
 
 
-def _with_rescue(g, jac_g, guess, solver, factorization, have_factorization, limit, aux0=()):
+def _with_rescue(g, jac_g, guess, solver, factorization, have_factorization, limit, aux0=(), want_root=False):
     """:func:`_newton_loop` from ``guess``; where it fails, Levenberg-Marquardt from ``guess`` and a
     Newton polish of its result (``NewtonSolver.fallback``). Returns what :func:`_newton_loop`
-    does, the counts including the failed attempt.
+    does (with ``want_root``, the factorisation at the final root too), the counts including the
+    failed attempt.
 
     The two Newton runs are two passes of ONE loop (a ``lax.while_loop`` of at most two passes
     whose second pass starts from the Levenberg-Marquardt point), so the residual and its
@@ -398,7 +429,7 @@ def _with_rescue(g, jac_g, guess, solver, factorization, have_factorization, lim
         return ~c[-1]
 
     def body(c):
-        rescue, _, it0, jac0, _, _, _, _, _, _ = c
+        rescue, _, it0, jac0 = c[:4]
 
         def lm(_):
             x_lm, lm_it = _levenberg_marquardt(lambda x: g(x)[0], guess, n_lm)
@@ -409,17 +440,17 @@ def _with_rescue(g, jac_g, guess, solver, factorization, have_factorization, lim
         # is used), not the failed pass's, which may hold NaN that a masked update would still
         # carry into the polish and stop it at once
         have = jnp.where(rescue, False, have_factorization)
-        x, (conv, it, jac, rnorm, err, fac), aux = _newton_loop(
-            g, x_start, solver, factorization, have, limit, jac_g, aux0
+        x, (conv, it, jac, rnorm, err, fac), aux, *rfac = _newton_loop(
+            g, x_start, solver, factorization, have, limit, jac_g, aux0, want_root
         )
         it, jac = it0 + lm_it + it.astype(dt), jac0 + lm_it + jac.astype(dt)
-        return jnp.asarray(True), x, it, jac, rnorm, err, fac, aux, conv, conv | rescue
+        return (jnp.asarray(True), x, it, jac, rnorm, err, fac, aux, *rfac, conv, conv | rescue)
 
     zero, inf = jnp.zeros((), dt), jnp.asarray(jnp.inf, dt)
-    c0 = (jnp.asarray(False), guess, zero, zero, inf, inf, factorization, aux0, jnp.asarray(False),
-          jnp.asarray(False))
-    _, x, it, jac, rnorm, err, fac, aux, conv, _ = jax.lax.while_loop(cond, body, c0)
-    return x, (conv, it, jac, rnorm, err, fac), aux
+    c0 = (jnp.asarray(False), guess, zero, zero, inf, inf, factorization, aux0,
+          *((factorization,) if want_root else ()), jnp.asarray(False), jnp.asarray(False))
+    _, x, it, jac, rnorm, err, fac, aux, *rfac, conv, _ = jax.lax.while_loop(cond, body, c0)
+    return (x, (conv, it, jac, rnorm, err, fac), aux, *rfac)
 
 
 def newton_solve(
@@ -473,20 +504,22 @@ def newton_solve(
         factorization = placeholder_factorization(solver, flat0)
         have_factorization = False
 
-    def solve(g, jac_g, guess):
+    def solve(g, jac_g, guess, want_root=False):
         aux0 = _zeros_like_output(g, guess)[1] if has_aux else ()  # traced only with an aux
         if solver.fallback != "levenberg_marquardt":
-            x, (conv, it, jac, rnorm, err, fac), fn_aux = _newton_loop(
-                g, guess, solver, factorization, have_factorization, limit, jac_g, aux0
+            x, (conv, it, jac, rnorm, err, fac), fn_aux, *rfac = _newton_loop(
+                g, guess, solver, factorization, have_factorization, limit, jac_g, aux0, want_root
             )
         else:
-            x, (conv, it, jac, rnorm, err, fac), fn_aux = _with_rescue(g, jac_g, guess, solver, factorization,
-                                                                       have_factorization, limit, aux0)
+            x, (conv, it, jac, rnorm, err, fac), fn_aux, *rfac = _with_rescue(
+                g, jac_g, guess, solver, factorization, have_factorization, limit, aux0, want_root
+            )
         # a custom_jvp needs float0 tangents for integer aux outputs: pass
         # floats, including integer leaves of the factorisation (LU pivots), cast back below
         dt = x.dtype
         fac = jax.tree_util.tree_map(lambda a: a.astype(dt) if not jnp.issubdtype(a.dtype, jnp.floating) else a, fac)
-        return x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac), fn_aux
+        # rfac (want_root: the factorisation at the root) stays inside the tangent rule as it is
+        return (x, (conv.astype(dt), it.astype(dt), jac.astype(dt), rnorm, err, fac), fn_aux, *rfac)
 
     if solver.tangent_refinement > 0:
         # the carried factorisation (aux[-1], integer leaves cast to float for the custom_jvp)
@@ -505,7 +538,11 @@ def newton_solve(
         refine = (precondition, solver.tangent_refinement)
     else:
         refine = None
-    flat, aux, fn_aux = _implicit_root(f, flat0, solve, ls, refine, jac_fn)
+    # the tangent rule takes the Jacobian at the root from the Newton loop (want_root) when the
+    # linear solver can give the operator back from a factorisation; not with refinement, whose
+    # point is to do without a Jacobian at the root
+    root_jacobian = refine is None and ls.operator(factorization) is not None
+    flat, aux, fn_aux = _implicit_root(f, flat0, solve, ls, refine, jac_fn, root_jacobian)
     converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
     fac = jax.tree_util.tree_map(lambda a, ref: a.astype(ref.dtype), fac, factorization)
     return NewtonResult(
@@ -582,7 +619,7 @@ def _tangent_solve(ls, g, y, refine=None, op=None):
     )
 
 
-def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
+def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None, root_jacobian=False):
     """``solve(f, jacobian, guess) -> (x, aux, fn_aux)`` with ``dx`` from the implicit function theorem on ``f(x) = 0``
     (tangent system solved with the linear solver ``ls``).
 
@@ -605,6 +642,17 @@ def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
     process CPU of tracing: DER cantilever a1, 21 nodes, time-loop program 3.1 -> 2.1 s, its
     element-Hessian Jacobian no longer traced twice; cantilever-static's load increment 1.35 ->
     0.94 s, its residual traced once instead of three times; the compiled programs are the same).
+
+    ``root_jacobian``: ``solve(f, jacobian, guess, True) -> (x, aux, fn_aux, fac)`` also returns
+    the factorisation of the Jacobian at ``x`` (built by the Newton loop's own Jacobian branch,
+    :func:`_newton_loop`'s ``want_root``), and ``ls.operator(fac)`` the operator it factorises:
+    the tangent rule then solves with that factorisation and takes its matvecs (and their
+    transposes, for reverse mode) from that operator, instead of linearising ``f`` at ``x`` once
+    more (``jax.linearize``, a second Jacobian of the linearisation and, in reverse mode, the
+    transposed linearisation of ``f`` in the program). That variant of ``solve`` is traced only
+    in the tangent rule, so forward programs do not change. Derivatives of second order (the
+    tangent rule itself differentiated) take the linearisation path: the loop's Jacobian has no
+    derivatives.
     """
     f_conv, f_consts = _closure_convert(f, guess)
     if jacobian is None:
@@ -612,15 +660,23 @@ def _implicit_root(f, guess, solve, ls, refine=None, jacobian=None):
     else:
         jac_conv, jac_consts = _closure_convert(jacobian, guess)
         jac_replay = lambda x: jac_conv(x, *jac_consts)  # noqa: E731
-    solve_conv, solve_consts = _closure_convert(lambda g: solve(lambda x: f_conv(x, *f_consts), jac_replay, g), guess)
+    f_replay = lambda x: f_conv(x, *f_consts)  # noqa: E731
+    solve_conv, solve_consts = _closure_convert(lambda g: solve(f_replay, jac_replay, g), guess)
+    if root_jacobian:
+        # traced when (and each time) the tangent rule is: the same closure as solve_conv, its
+        # arrays matched to solve_consts (None: a closed-over array solve_conv does not have)
+        def root_solve():
+            return _closure_convert_onto(lambda g: solve(f_replay, jac_replay, g, True), guess, solve_consts)
+    else:
+        root_solve = None
     # arrays of the linear solver (e.g. a colouring) are arguments too: a custom rule must not
     # close over the caller's tracers
     ls_dyn, ls_static = eqx.partition(ls, eqx.is_array)
     ls_leaves, ls_tree = jax.tree_util.tree_flatten(ls_dyn)
     sizes = (len(f_consts), len(ls_leaves), len(jac_consts))
     return _root(
-        f_conv, solve_conv, (ls_static, ls_tree, refine, jac_conv), sizes, guess, *f_consts, *ls_leaves, *jac_consts,
-        *solve_consts,
+        f_conv, solve_conv, (ls_static, ls_tree, refine, jac_conv, root_solve), sizes, guess, *f_consts, *ls_leaves,
+        *jac_consts, *solve_consts,
     )
 
 
@@ -634,22 +690,67 @@ def _root_jvp(f_conv, solve_conv, ls_parts, sizes, primals, tangents):
     guess, *consts = primals
     n_f, n_ls, n_jac = sizes
     f_consts, f_dots = consts[:n_f], tangents[1 : 1 + n_f]
-    ls_static, ls_tree, refine, jac_conv = ls_parts
+    ls_static, ls_tree, refine, jac_conv, root_solve = ls_parts
     ls = eqx.combine(jax.tree_util.tree_unflatten(ls_tree, consts[n_f : n_f + n_ls]), ls_static)
-    x, aux, fn_aux = _root(f_conv, solve_conv, ls_parts, sizes, guess, *consts)
+    # the Newton loop's own Jacobian at the root (see _implicit_root), unless this rule is itself
+    # differentiated (second order: that Jacobian would have no derivatives)
+    root_conv = None
+    if root_solve is not None and not any(isinstance(p, _AD_TRACERS) for p in primals):
+        root_conv = root_solve()
+    if root_conv is not None:
+        x, aux, fn_aux, fac = root_conv(guess, *consts[sum(sizes):])
+    else:
+        x, aux, fn_aux = _root(f_conv, solve_conv, ls_parts, sizes, guess, *consts)
     # F(x(p), p) = 0  =>  J dx = -dF/dp . dp
     _, rhs = jax.jvp(lambda *c: f_conv(x, *c)[0], tuple(f_consts), tuple(f_dots))
-    _, f_lin = jax.linearize(lambda z: f_conv(z, *f_consts)[0], x)
-    if refine is not None:
-        precondition, max_steps = refine
-        refine = (*precondition(aux), max_steps)
-    op = None if jac_conv is None else jac_conv(x, *consts[n_f + n_ls : n_f + n_ls + n_jac])
-    dx = _tangent_solve(ls, f_lin, -rhs, refine, op)
+    if root_conv is not None:
+        op = ls.operator(fac)
+        dx = jax.lax.custom_linear_solve(
+            lambda v: ls.matvec(op, v), -rhs,
+            solve=lambda _, b: ls.solve(fac, b), transpose_solve=lambda _, b: ls.solve_transpose(fac, b),
+        )
+    else:
+        _, f_lin = jax.linearize(lambda z: f_conv(z, *f_consts)[0], x)
+        if refine is not None:
+            precondition, max_steps = refine
+            refine = (*precondition(aux), max_steps)
+        op = None if jac_conv is None else jac_conv(x, *consts[n_f + n_ls : n_f + n_ls + n_jac])
+        dx = _tangent_solve(ls, f_lin, -rhs, refine, op)
     if jax.tree_util.tree_leaves(fn_aux):
         _, aux_dot = jax.jvp(lambda z, *c: f_conv(z, *c)[1], (x, *f_consts), (dx, *f_dots))
     else:
         aux_dot = fn_aux
     return (x, aux, fn_aux), (dx, jax.tree_util.tree_map(jnp.zeros_like, aux), aux_dot)
+
+
+# tracers of a differentiation: a tangent rule that receives them as primals is differentiated itself
+_AD_TRACERS = tuple(t for t in (getattr(ad, "JVPTracer", None), getattr(ad, "LinearizeTracer", None)) if t is not None)
+
+
+def _closure_convert_onto(fun, x, consts):
+    """``converted`` with ``converted(x, *consts) == fun(x)``, where ``consts`` are the tracers a
+    :func:`_closure_convert` of a function with the same closure hoisted (matched by identity:
+    ``fun`` may be traced after the trace those tracers belong to has ended, it never evaluates
+    them). ``None`` when ``fun`` closes over a tracer not among ``consts``."""
+    closed, out_shape = jax.make_jaxpr(fun, return_shape=True)(x)
+    jaxpr, out_tree = closed.jaxpr, jax.tree_util.tree_structure(out_shape)
+    position = {id(c): i for i, c in enumerate(consts)}
+    slots = []
+    for c in closed.consts:
+        if isinstance(c, jax.core.Tracer):
+            if id(c) not in position:
+                return None
+            slots.append(position[id(c)])
+        else:
+            slots.append(None)
+    fixed = [None if j is not None else c for c, j in zip(closed.consts, slots)]
+
+    def converted(x, *hoisted):
+        cs = [c if j is None else hoisted[j] for c, j in zip(fixed, slots)]
+        out = jax.extend.core.jaxpr_as_fun(jax.extend.core.ClosedJaxpr(jaxpr, cs))(x)
+        return jax.tree_util.tree_unflatten(out_tree, out)
+
+    return converted
 
 
 def _closure_convert(fun, x):

@@ -30,7 +30,6 @@ import equinox as eqx
 import jax
 import jax.extend
 import jax.numpy as jnp
-from jax._src.interpreters import ad
 from jax.flatten_util import ravel_pytree
 
 from .jacobian import AbstractJacobianSolver, DenseJacobianSolver
@@ -541,7 +540,7 @@ def newton_solve(
     # the tangent rule takes the Jacobian at the root from the Newton loop (want_root) when the
     # linear solver can give the operator back from a factorisation; not with refinement, whose
     # point is to do without a Jacobian at the root
-    root_jacobian = refine is None and ls.operator(factorization) is not None
+    root_jacobian = refine is None and len(_AD_TRACERS) == 2 and ls.operator(factorization) is not None
     flat, aux, fn_aux = _implicit_root(f, flat0, solve, ls, refine, jac_fn, root_jacobian)
     converged, iterations, jacobians, rnorm, err, fac = jax.lax.stop_gradient(aux)
     fac = jax.tree_util.tree_map(lambda a, ref: a.astype(ref.dtype), fac, factorization)
@@ -724,7 +723,15 @@ def _root_jvp(f_conv, solve_conv, ls_parts, sizes, primals, tangents):
 
 
 # tracers of a differentiation: a tangent rule that receives them as primals is differentiated itself
-_AD_TRACERS = tuple(t for t in (getattr(ad, "JVPTracer", None), getattr(ad, "LinearizeTracer", None)) if t is not None)
+# (JAX's own tracer classes, private: where they cannot be found, every solve takes the
+# linearisation path, which is right at any order, rather than risk a second derivative without
+# the Jacobian's own derivatives)
+try:
+    from jax._src.interpreters import ad as _ad
+
+    _AD_TRACERS = tuple(t for t in (getattr(_ad, "JVPTracer", None), getattr(_ad, "LinearizeTracer", None)) if t is not None)
+except ImportError:  # pragma: no cover
+    _AD_TRACERS = ()
 
 
 def _closure_convert_onto(fun, x, consts):

@@ -12,6 +12,7 @@ import jaxrod
 from jaxrod.integrate.implicit import _stage_jacobian, _Switched
 from jaxrod.models.der import DERModel, DERRod
 from jaxrod.models.der.contact import FloorContact
+from jaxrod.models.der.hessian import element_elastic_force
 from jaxrod.solvers.jacobian import BandedJacobianSolver
 
 N = 11
@@ -104,4 +105,19 @@ def test_simulation_matches_coloured_jacobian():
     assert np.all(np.asarray(runs[1].stats.converged))
     # same trajectory to the Newton tolerance (a few 1e-10 m per step, accumulated over the run)
     np.testing.assert_allclose(q_l, q_c, rtol=0, atol=1e-8)
+    # (in the same test, to keep the suite's count) the element-assembled elastic force whose JVP
+    # HybridSystem takes as its DER rods' force derivative: grad E to round-off, and its JVP in q,
+    # the reference frames, t and the rod's stiffness and natural curvature that of grad E
+    (q_prev, _, _), aux, q_next = _moving_state(model)
+
+    def forces(p, q, frames, t):
+        m = eqx.tree_at(lambda m: (m.rod.youngs_modulus, m.rod.natural_curvature), model, p)
+        return jax.grad(m.elastic_energy)(q, frames, t), element_elastic_force(m, q, frames, t)
+
+    rng = np.random.default_rng(11)
+    primals = ((model.rod.youngs_modulus, model.rod.natural_curvature), q_next, aux, jnp.asarray(0.3))
+    tangents = jax.tree_util.tree_map(lambda x: jnp.asarray(rng.normal(0.0, 1.0, np.shape(x)) * (np.abs(x).max() + 1e-3)), primals)
+    (f_auto, f_elem), (df_auto, df_elem) = jax.jit(lambda p, d: jax.jvp(forces, p, d))(primals, tangents)
+    assert np.abs(f_elem - f_auto).max() <= 1e-13 * np.abs(f_auto).max()
+    assert np.abs(df_elem - df_auto).max() <= 1e-12 * np.abs(df_auto).max()
 

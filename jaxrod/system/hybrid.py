@@ -118,7 +118,7 @@ from jax.custom_derivatives import SymbolicZero
 from ..integrate.base import jit_when_eager
 from ..geometry import normalize, parallel_transport
 from ..integrate.implicit import AbstractImplicitModel, State
-from ..models.der.hessian import elastic_hessians
+from ..models.der.hessian import elastic_hessians, element_elastic_force, element_slots
 from ..models.der.model import DERModel
 from ..models.der.model import DERNetwork
 from ..models.pcs.model import PCSModel
@@ -247,50 +247,61 @@ def _is_zero(tangents):
     return all(isinstance(d, SymbolicZero) for d in leaves)
 
 
-def _instantiate(tangents, primals):
-    return jax.tree_util.tree_map(
-        lambda d, x: jnp.zeros(jnp.shape(x), jnp.result_type(x)) if isinstance(d, SymbolicZero) else d,
-        tangents, primals, is_leaf=lambda d: isinstance(d, SymbolicZero))
+def _local_jvp(fn, primals, tangents):
+    """``jax.jvp(fn, primals, tangents)[1]`` seeding only the leaves whose tangent is not a
+    symbolic zero (the others are closed over, so no zero tangents are traced)."""
+    leaves, tree = jax.tree_util.tree_flatten(primals)
+    dleaves = jax.tree_util.tree_structure(primals).flatten_up_to(tangents)
+    live = [i for i, d in enumerate(dleaves) if not isinstance(d, SymbolicZero)]
 
+    def of_live(*xs):
+        full = list(leaves)
+        for i, x in zip(live, xs):
+            full[i] = x
+        return fn(*jax.tree_util.tree_unflatten(tree, full))
 
-@functools.lru_cache(maxsize=32)
-def _hessian_slots(n_nodes: int):
-    """Flat entries (of ``q.reshape(-1)``, ``(4 N,)``) of each stencil's 11 DOFs ``(S, 11)`` and of
-    each edge's 6 position DOFs ``(E, 6)``: the layout of
-    :func:`~jaxrod.models.der.hessian.elastic_hessians`."""
-    stencils = 4 * np.arange(n_nodes - 2)[:, None] + np.arange(11)[None, :]
-    edges = 4 * np.arange(n_nodes - 1)[:, None] + np.array([0, 1, 2, 4, 5, 6])[None, :]
-    return stencils.astype(np.int32), edges.astype(np.int32)
+    return jax.jvp(of_live, tuple(leaves[i] for i in live), tuple(dleaves[i] for i in live))[1]
 
 
 def _elastic_force(model, q, frames, t):
     """``grad E(q)`` ``(N, 4)`` of a :func:`_local_hessian_rod` rod, the value its own residual
-    takes, whose derivative in ``q`` alone is the product with the rod's element-local Hessians
+    takes, whose derivative is taken element by element.
+
+    In ``q`` alone (the Newton Jacobian of a hybrid step differentiates only ``q``) it is the
+    product with the rod's element-local Hessians
     (:func:`~jaxrod.models.der.hessian.elastic_hessians`, evaluated once per Newton Jacobian and
     applied to every coloured JVP's tangent) instead of forward mode through the gradient's
-    reverse pass. The Newton Jacobian of a hybrid step differentiates only ``q``. Measured
-    (2026-11-28, process CPU, two 4-edge rods, two bodies, a joint): 200 steps run in 176-219
-    instead of 264-272 ms; the time-loop program's XLA compile 13.0-13.5 instead of 14.2-15.6 s,
-    its tracing and lowering 1.6 s longer (the Hessians' traced passes), and with the DER
-    helper's leaner stencil Hessians (in progress) XLA 7.8 instead of 9.3-9.8 s, tracing 0.45 s
-    longer. A tangent in the model's parameters, the reference frames or ``t`` (implicit
-    differentiation) takes the automatic derivative of everything, as before."""
+    reverse pass. Measured (2026-11-28, process CPU, two 4-edge rods, two bodies, a joint): 200
+    steps run in 176-219 instead of 264-272 ms; the time-loop program's XLA compile 13.0-13.5
+    instead of 14.2-15.6 s, its tracing and lowering 1.6 s longer (the Hessians' traced passes),
+    and with the DER helper's leaner stencil Hessians (in progress) XLA 7.8 instead of 9.3-9.8 s,
+    tracing 0.45 s longer.
+
+    A tangent in the model's parameters, the reference frames or ``t`` as well (implicit
+    differentiation of a step, e.g. forward mode through a simulation) is the JVP of
+    :func:`~jaxrod.models.der.hessian.element_elastic_force`: every stencil's and edge's own
+    gradient differentiated locally and scatter-added, instead of the JVP of the assembled
+    ``grad E`` (forward over the reverse pass of the whole rod's kinematics, with its gathers and
+    pads). The value stays ``grad E`` (bitwise); the derivative agrees to round-off."""
     dyn, static = eqx.partition(model, eqx.is_inexact_array)
 
     def plain(dyn, q, frames, t):
         return jax.grad(eqx.combine(dyn, static).elastic_energy)(q, frames, t)
 
+    def local(dyn, q, frames, t):
+        return element_elastic_force(eqx.combine(dyn, static), q, frames, t)
+
     force = jax.custom_jvp(plain)
 
     def force_jvp(primals, tangents):
         dyn, q, frames, t = primals
-        if not _is_zero((tangents[0], tangents[2], tangents[3])):
-            return jax.jvp(plain, primals, _instantiate(tangents, primals))
         out = plain(dyn, q, frames, t)
-        if _is_zero(tangents[1]):
+        if _is_zero(tangents):
             return out, jnp.zeros_like(out)
+        if not _is_zero((tangents[0], tangents[2], tangents[3])):
+            return out, _local_jvp(local, primals, tangents)
         Hs, He = elastic_hessians(eqx.combine(dyn, static), q, frames, t)
-        s_idx, e_idx = _hessian_slots(q.shape[0])
+        s_idx, e_idx = element_slots(q.shape[0])
         dq = tangents[1].reshape(-1)
         flat = jnp.zeros(dq.shape, out.dtype).at[s_idx].add(jnp.einsum("sij,sj->si", Hs, dq[s_idx]))
         flat = flat.at[e_idx].add(jnp.einsum("sij,sj->si", He, dq[e_idx]))

@@ -101,10 +101,9 @@ def batched_hessian(energy, z):
     return vals[pair]
 
 
-def elastic_hessians(model, q, frames, t):
-    """Element Hessians of a chain's elastic energy at ``q`` ``(N, 4)``: stencils ``(S, 11, 11)``
-    on flat entries ``4 i .. 4 i + 10`` and edges ``(E, 6, 6)`` on the positions of nodes ``i,
-    i + 1`` (flat ``4 i + (0, 1, 2, 4, 5, 6)``)."""
+def _stencil_inputs(model, q, frames, t):
+    """The stencils' DOFs ``z`` (8 arrays ``(S,)``, see :func:`_stencil_energy`) of a chain's ``q``
+    ``(N, 4)``, the other arguments of :func:`_stencil_energy` and the node positions ``(N, 3)``."""
     vor, EI, GJ = model.stencil_parameters()
     x, th = q[:, :3], q[:, 3]
     ea, eb = x[1:-1] - x[:-2], x[2:] - x[1:-1]
@@ -112,7 +111,15 @@ def elastic_hessians(model, q, frames, t):
     old_a = (_vec(frames.d1[:-1]), _vec(frames.tangent[:-1]))
     old_b = (_vec(frames.d1[1:]), _vec(frames.tangent[1:]))
     kappa_bar, tau_bar = model.natural_curvature_at(t), model.natural_twist_at(t)
-    Hz = batched_hessian(lambda z: _stencil_energy(z, old_a, old_b, frames.ref_twist, kappa_bar, tau_bar, vor, EI, GJ), z)
+    return z, (old_a, old_b, frames.ref_twist, kappa_bar, tau_bar, vor, EI, GJ), x
+
+
+def elastic_hessians(model, q, frames, t):
+    """Element Hessians of a chain's elastic energy at ``q`` ``(N, 4)``: stencils ``(S, 11, 11)``
+    on flat entries ``4 i .. 4 i + 10`` and edges ``(E, 6, 6)`` on the positions of nodes ``i,
+    i + 1`` (flat ``4 i + (0, 1, 2, 4, 5, 6)``)."""
+    z, args, x = _stencil_inputs(model, q, frames, t)
+    Hz = batched_hessian(lambda z: _stencil_energy(z, *args), z)
     A = jnp.asarray(_A, q.dtype)
     Hs = jnp.einsum("ai,abs,bj->sij", A, Hz, A)
     EA = model._per_edge(lambda r: r.EA)
@@ -121,6 +128,40 @@ def elastic_hessians(model, q, frames, t):
     He = _edge_hessians(e, rest, EA)
     B = jnp.asarray(_B, q.dtype)
     return Hs, jnp.einsum("ai,sab,bj->sij", B, He, B)
+
+
+@functools.lru_cache(maxsize=32)
+def element_slots(n_nodes: int):
+    """Flat entries (of ``q.reshape(-1)``, ``(4 N,)``) of each stencil's 11 DOFs ``(S, 11)`` and of
+    each edge's 6 position DOFs ``(E, 6)``: the layout of :func:`elastic_hessians` and
+    :func:`element_elastic_force`."""
+    stencils = 4 * np.arange(n_nodes - 2)[:, None] + np.arange(11)[None, :]
+    edges = 4 * np.arange(n_nodes - 1)[:, None] + _EDGE_SLOTS[None, :]
+    return stencils.astype(np.int32), edges.astype(np.int32)
+
+
+def element_elastic_force(model, q, frames, t):
+    """``grad E(q)`` ``(N, 4)`` of a chain (:meth:`~jaxrod.models.der.DERNetwork.elastic_energy`)
+    assembled element by element: each stencil's gradient in its own 8 DOFs (reverse mode through
+    :func:`_stencil_energy` alone, every stencil at once) and each edge's stretching force
+    ``EA (|e|/l - 1) e/|e|``, scatter-added onto :func:`element_slots`.
+
+    Equal to ``jax.grad(model.elastic_energy)`` to round-off, not bitwise (the sums run in another
+    order). Its use is its derivative: a JVP in ``q``, the frames, ``t`` and the model's parameters
+    is element-local (no forward pass through the assembled gradient's gathers and pads), which
+    :class:`jaxrod.system.HybridSystem` takes as the derivative of its DER rods' elastic forces."""
+    z, args, x = _stencil_inputs(model, q, frames, t)
+    gz = jax.grad(lambda z: jnp.sum(_stencil_energy(z, *args)))(z)
+    gs = jnp.stack(gz, axis=1) @ jnp.asarray(_A, q.dtype)  # (S, 11)
+    EA = model._per_edge(lambda r: r.EA)
+    rest = model.rest_lengths()
+    e = x[1:] - x[:-1]
+    n = jnp.sqrt(jnp.sum(e * e, axis=1))
+    fe = (EA * (n / rest - 1.0) / n)[:, None] * e
+    ge = fe @ jnp.asarray(_B, q.dtype)  # (E, 6)
+    s_idx, e_idx = element_slots(q.shape[0])
+    flat = jnp.zeros(q.size, gs.dtype).at[s_idx].add(gs).at[e_idx].add(ge)
+    return flat.reshape(q.shape)
 
 
 @functools.lru_cache(maxsize=32)

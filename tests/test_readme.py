@@ -344,6 +344,7 @@ def test_benchmarks_readme_compile_and_snake_tables_are_the_recorded_runs():
     table = _table_rows(_section("snake-robot").split("**Contact solvers**")[0])
     assert sorted(tuple(_num(x) for x in c[5].split("/")) for c in table) == want
     _check_compile_table_of_2026_11_28()
+    _check_tables_of_2026_11_28c()
 
 
 def test_sleeve_real_time_is_the_recorded_run():
@@ -553,3 +554,37 @@ def _check_compile_table_of_2026_11_28():
     for cells in _table_rows(run_part):
         assert [_num(x) for x in cells[2].split("/")] == [round(x, 3) for x in runs[(cells[0], "old")]], cells
         assert [_num(x) for x in cells[3].split("/")] == [round(x, 3) for x in runs[(cells[0], "new")]], cells
+
+
+def _check_tables_of_2026_11_28c():
+    """compile-2026-11-28c: programs, XLA and cold CPU of both trees per scene, and the gradient
+    table's compile and run CPU, against the JSON they cite."""
+    old = {r["target"]: r["cold"] for r in _json("compile_2026-11-28c_cc91a06.json")["rows"]}
+    new = {r["target"]: r["cold"] for r in _json("compile_2026-11-28c_5a07c4d.json")["rows"]}
+    section = _section("compile-2026-11-28c")
+    compile_part, grad_part = section.split("Gradients: ")
+    n = 0
+    for cells in _table_rows(compile_part):
+        b, a = old[cells[0]], new[cells[0]]
+        pairs = [[_num(x) for x in c.split("/")] for c in cells[1:4]]
+        assert pairs[0] == [b["programs"], a["programs"]], cells
+        assert pairs[1] == [round(b["xla_compile_s"], 1), round(a["xla_compile_s"], 1)], cells
+        assert pairs[2] == [round(b["cpu_s"]), round(a["cpu_s"])], cells
+        n += 1
+    assert n == 9
+    gb = {c["label"]: c for c in _json("gradients_2026-11-28c_cc91a06.json")["cases"]}
+    gn = {c["label"]: c for c in _json("gradients_2026-11-28c_5a07c4d.json")["cases"]}
+    n = 0
+    for cells in _table_rows(grad_part):
+        b, a = gb[cells[0]], gn[cells[0]]
+        got = [[_num(x) for x in c.split("/")] for c in cells[1:6]]
+        want = [
+            [round(c["compile_cpu_s"]["refactor"], 1) for c in (b, a)],
+            [round(c["compile_cpu_s"]["refine"], 1) for c in (b, a)],
+            [round(c["compile_cpu_s"]["forward"], 1) for c in (b, a)],
+            [round(c["forward_cpu_s"], 3) for c in (b, a)],
+            [round(c["grad_cpu_s"]["refactor"], 3) for c in (b, a)],
+        ]
+        assert got == want, cells
+        n += 1
+    assert n == 4

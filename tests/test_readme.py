@@ -531,6 +531,11 @@ def test_snake_solvers_table_is_the_recorded_run():
         assert _num(cells[3]) == round(r["cpu_s_per_sim_s"], 2), (cells, r)
 
 
+def _slash_pairs(cells):
+    """The numbers of ``"before / after"`` table cells: ``[[before, after], ...]``."""
+    return [[_num(x) for x in c.split("/")] for c in cells]
+
+
 def _check_compile_table_of_2026_11_28():
     """compile-2026-11-28: programs, cold and warm CPU of both trees per target, and the run-time
     table's minima, against the JSON they cite."""
@@ -541,7 +546,7 @@ def _check_compile_table_of_2026_11_28():
     n = 0
     for cells in _table_rows(compile_part):
         b, a = old[cells[0]], new[cells[0]]
-        pairs = [[_num(x) for x in c.split("/")] for c in cells[1:4]]
+        pairs = _slash_pairs(cells[1:4])
         assert pairs[0] == [b["cold"]["programs"], a["cold"]["programs"]], cells
         assert pairs[1] == [round(b["cold"]["cpu_s"]), round(a["cold"]["cpu_s"])], cells
         assert pairs[2] == [round(b["warm"]["cpu_s"]), round(a["warm"]["cpu_s"])], cells
@@ -566,7 +571,7 @@ def _check_tables_of_2026_11_28c():
     n = 0
     for cells in _table_rows(compile_part):
         b, a = old[cells[0]], new[cells[0]]
-        pairs = [[_num(x) for x in c.split("/")] for c in cells[1:4]]
+        pairs = _slash_pairs(cells[1:4])
         assert pairs[0] == [b["programs"], a["programs"]], cells
         assert pairs[1] == [round(b["xla_compile_s"], 1), round(a["xla_compile_s"], 1)], cells
         assert pairs[2] == [round(b["cpu_s"]), round(a["cpu_s"])], cells
@@ -577,7 +582,7 @@ def _check_tables_of_2026_11_28c():
     n = 0
     for cells in _table_rows(grad_part):
         b, a = gb[cells[0]], gn[cells[0]]
-        got = [[_num(x) for x in c.split("/")] for c in cells[1:6]]
+        got = _slash_pairs(cells[1:6])
         want = [
             [round(c["compile_cpu_s"]["refactor"], 1) for c in (b, a)],
             [round(c["compile_cpu_s"]["refine"], 1) for c in (b, a)],

@@ -332,7 +332,9 @@ class PermutedJacobianSolver(AbstractJacobianSolver):
         self.slots, self.padding, self.inner = jnp.asarray(s, jnp.int32), jnp.asarray(pad), inner
 
     def _scatter(self, v):
-        return jnp.zeros(self.padding.shape, v.dtype).at[self.slots].set(v)
+        # slots are distinct: a scatter with unique indices is transposable (implicit
+        # differentiation transposes matvec in reverse mode)
+        return jnp.zeros(self.padding.shape, v.dtype).at[self.slots].set(v, unique_indices=True)
 
     def linearize(self, f, x, *, linear: bool = False):
         def g(y):
@@ -353,10 +355,7 @@ class PermutedJacobianSolver(AbstractJacobianSolver):
         return self.inner.diagonal(op)[self.slots]
 
     def matvec(self, op, v) -> Array:
-        # slots are distinct: a scatter with unique indices is transposable (implicit
-        # differentiation transposes this matvec in reverse mode)
-        v = jnp.zeros(self.padding.shape, v.dtype).at[self.slots].set(v, unique_indices=True)
-        return self.inner.matvec(op, v)[self.slots]
+        return self.inner.matvec(op, self._scatter(v))[self.slots]
 
     def operator(self, fac):
         return self.inner.operator(fac)

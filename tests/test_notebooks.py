@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import GC_THRESHOLDS
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -57,8 +58,13 @@ def execute_notebook(path, tmp_path, monkeypatch):
     for cell in nb.cells:  # the committed notebook carries no outputs
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name}: commit notebooks with outputs cleared"
+    # the kernel's garbage collector tuned as the tests' own (conftest.GC_THRESHOLDS)
+    gc_lines = [] if not GC_THRESHOLDS else [
+        f"--IPKernelApp.exec_lines=__import__('gc').freeze(); __import__('gc').set_threshold({GC_THRESHOLDS})"
+    ]
     client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+        extra_arguments=gc_lines,
     )
     try:
         client.execute()

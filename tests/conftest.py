@@ -46,7 +46,7 @@ import jaxrod  # noqa: E402,F401  (turns on float64 and the cache)
 # objects of the imports are frozen (never scanned again) and a young collection runs every 10^6
 # net allocations instead of 700, so full collections of the ever larger heap of a worker stay
 # rare; each test module still ends with gc.collect() (below). Measured (2026-11-28, 15 DER,
-# scene and CLI-free files, 190 tests, one core each, cold): 270-276 s CPU -> 249-253 s, tracing
+# scene and CLI-free files, 190 tests, one core each, cold): 270-276 s CPU -> 250-253 s, tracing
 # 32 -> 24 s, peak RSS 1.5-1.8 -> 1.5-1.6 GB; results unchanged (nothing physical depends on it).
 # JAXROD_TEST_GC="" keeps Python's defaults; otherwise it is the three thresholds.
 GC_THRESHOLDS = os.environ.get("JAXROD_TEST_GC", "1000000,100,1000")
